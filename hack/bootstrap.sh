@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs, idempotently, everything `make demo` or `make test` needs on a fresh Debian host:
+# the Debian packages, the virtualenv with the Python requirements, and the collection linked
+# where ansible finds it. Usage: hack/bootstrap.sh demo|test
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+profile=${1:-demo}
+venv="$root/.venv"
+python=${PYTHON:-python3}
+
+say() { printf '==> %s\n' "$*"; }
+
+apt_packages=(squid curl rsync git)
+missing=()
+for pkg in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+reqs=("$root/requirements.txt")
+[ "$profile" = test ] && reqs+=("$root/requirements-dev.txt")
+[ "$profile" = demo ] && reqs+=("$root/requirements-dev.txt")
+stamp="$venv/.installed-$(cat "${reqs[@]}" | sha256sum | cut -c1-16)"
+if [ ! -x "$venv/bin/python" ]; then
+  say "creating the virtualenv in .venv"
+  "$python" -m venv "$venv"
+fi
+if [ ! -e "$stamp" ]; then
+  say "installing Python requirements (${reqs[*]##*/})"
+  "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
+  args=()
+  for r in "${reqs[@]}"; do args+=(-r "$r"); done
+  "$venv/bin/pip" install -q --disable-pip-version-check "${args[@]}"
+  rm -f "$venv"/.installed-*
+  touch "$stamp"
+fi
+
+link="$venv/collections/ansible_collections/crawl/egress_proxies"
+if [ "$(readlink "$link" 2>/dev/null)" != "$root" ]; then
+  say "linking the collection into .venv/collections (ANSIBLE_COLLECTIONS_PATH)"
+  mkdir -p "$(dirname "$link")"
+  ln -sfn "$root" "$link"
+fi

@@ -1,0 +1,174 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The provider contract (blueprint §2, §5): the types every backend speaks.
+
+A provider manages VM-like instances behind an opaque, self-contained ``provider_id``. Callers
+(the modules, hence playbooks and the controller) branch only on the error class and on
+``Instance.state``; nothing above this layer knows how a backend works. The rules each method
+must follow, and which caller breaks without them, are in docs/contract.md; the conformance
+suite in tests/contract/ checks them against every provider.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import datetime
+
+PROVISIONING = "Provisioning"
+RUNNING = "Running"
+STOPPED = "Stopped"
+TERMINATED = "Terminated"
+STATES = (PROVISIONING, RUNNING, STOPPED, TERMINATED)
+
+# Shared Checker reasons (blueprint §5). Providers add their own only where an admin would fix
+# the failure differently.
+REASON_REACHABLE = "Reachable"
+REASON_TIMEOUT = "Timeout"
+REASON_UNREACHABLE = "Unreachable"
+REASON_UNAUTHORIZED = "Unauthorized"
+REASON_FORBIDDEN = "Forbidden"
+REASON_API_ERROR = "APIError"
+SHARED_REASONS = (
+    REASON_REACHABLE,
+    REASON_TIMEOUT,
+    REASON_UNREACHABLE,
+    REASON_UNAUTHORIZED,
+    REASON_FORBIDDEN,
+    REASON_API_ERROR,
+)
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where an instance should run; a provider may ignore fields that do not apply (and says so)."""
+
+    region: str = ""
+    zone: str = ""
+    machine_type: str = ""
+    image: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class CreateRequest:
+    """Everything ``create`` needs; ``cloud_init`` may hold secrets and is never logged."""
+
+    name: str
+    uid: str
+    namespace: str = ""
+    proxy_name: str = ""
+    placement: Placement = dataclasses.field(default_factory=Placement)
+    cloud_init: str = dataclasses.field(default="", repr=False)
+    port: int = 3128
+
+    def describe(self) -> dict:
+        """A loggable view: the cloud-init content is replaced by its byte count."""
+        return {
+            "name": self.name,
+            "uid": self.uid,
+            "namespace": self.namespace,
+            "proxy_name": self.proxy_name,
+            "placement": dataclasses.asdict(self.placement),
+            "cloud_init_bytes": len(self.cloud_init.encode("utf-8")),
+            "port": self.port,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """What ``get`` and ``list_by_tag`` read back from the backend (never from memory).
+
+    ``created_at`` is ``None`` when the backend has no readable timestamp: GC treats that as
+    very old, which never shields an orphan forever. ``installation`` is the installation mark.
+    """
+
+    id: str
+    name: str
+    uid: str
+    state: str
+    ip: str = ""
+    created_at: datetime.datetime | None = None
+    installation: str = ""
+
+    def __post_init__(self):
+        if self.state not in STATES:
+            raise ValueError("unknown instance state %r" % (self.state,))
+        if self.state == RUNNING and not self.ip:
+            raise ValueError("an instance is Running only with an IP")
+
+    def as_dict(self, provider: str = "") -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "uid": self.uid,
+            "state": self.state,
+            "ip": self.ip,
+            "created_at": self.created_at.isoformat() if self.created_at else "",
+            "installation": self.installation,
+            "provider": provider,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetStatus:
+    """One independently failing part of a backend, as a health check saw it."""
+
+    target: str
+    address: str
+    ready: bool
+    reason: str
+    message: str = ""
+    details: dict = dataclasses.field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class Provider(abc.ABC):
+    """A named instance of a provider type; constructing one never contacts the backend.
+
+    ``name`` is the configured name (what ``Proxy.spec.provider`` refers to) and ``installation``
+    the installation id written as a mark on every instance.
+    """
+
+    type_name = ""
+
+    def __init__(self, name: str, installation: str):
+        self.name = name
+        self.installation = installation
+
+    @abc.abstractmethod
+    def create(self, req: CreateRequest, deadline) -> str:
+        """Submit the instance and return its provider id; idempotent by ``req.name``."""
+
+    @abc.abstractmethod
+    def get(self, provider_id: str, deadline) -> Instance:
+        """Read the instance back; NotFound when, and only when, it is gone."""
+
+    @abc.abstractmethod
+    def delete(self, provider_id: str, deadline) -> None:
+        """Remove the instance and everything create made; deleting what is gone succeeds."""
+
+    @abc.abstractmethod
+    def list_by_tag(self, deadline) -> list:
+        """Every managed instance of this installation, or an error, never a partial guess."""
+
+    def id_for(self, name: str, placement: Placement) -> str | None:
+        """The id an instance of that name would have, when the provider can tell without a call.
+
+        Lets ``state: absent`` work from a name alone; ``None`` means "list to find it".
+        """
+        return None
+
+    def close(self) -> None:
+        """Release clients and connections at the end of a module run."""
+
+
+class Checker(abc.ABC):
+    """Optional: a provider that can report its own health, one entry per target."""
+
+    @abc.abstractmethod
+    def check(self, deadline) -> list:
+        """Never raises; every failure is a ``TargetStatus`` with ``ready=False``."""

@@ -1,0 +1,97 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The provider error taxonomy (blueprint §3).
+
+Every error a provider method raises is a ``ProviderError`` built with ``wrap()``: it carries
+one of four classes, the operation, the *configured* provider name, the provider id and the
+cause (kept reachable as ``__cause__`` so callers can still inspect the SDK error). Callers
+branch only on the class, through ``class_of()``, which answers ``Transient`` for anything that
+was never classified: the safe default, because it retries instead of latching or deleting.
+"""
+
+from __future__ import annotations
+
+NOT_FOUND = "not_found"
+QUOTA_EXCEEDED = "quota_exceeded"
+TRANSIENT = "transient"
+PERMANENT = "permanent"
+
+CLASSES = (NOT_FOUND, QUOTA_EXCEEDED, TRANSIENT, PERMANENT)
+
+OPS = ("create", "get", "delete", "list", "check")
+
+
+class ProviderError(Exception):
+    """One classified failure of one provider operation."""
+
+    def __init__(self, error_class, op, provider_name, provider_id, cause):
+        if error_class not in CLASSES:
+            raise ValueError("unknown error class %r" % (error_class,))
+        self.error_class = error_class
+        self.op = op
+        self.provider_name = provider_name
+        self.provider_id = provider_id
+        self.cause = cause
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = "%s %s" % (self.provider_name or "?", self.op or "?")
+        if self.provider_id:
+            where += " %s" % self.provider_id
+        return "%s: %s: %s" % (where, self.error_class, self.cause)
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+def wrap(error_class: str, op: str, provider_name: str, provider_id: str, cause) -> ProviderError:
+    """Build a ``ProviderError``; ``cause`` may be an exception or a message.
+
+    Re-wrapping an existing ``ProviderError`` keeps its class unless a class is forced, so a
+    helper deep in a provider can classify once and the public method only adds context.
+    """
+    err = ProviderError(error_class, op, provider_name, provider_id, cause)
+    if isinstance(cause, BaseException):
+        err.__cause__ = cause
+    return err
+
+
+def class_of(err: BaseException) -> str:
+    """The class of ``err``: its own when it is a ``ProviderError``, ``transient`` otherwise."""
+    seen = set()
+    current = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ProviderError):
+            return current.error_class
+        current = current.__cause__
+    return TRANSIENT
+
+
+def is_class(err: BaseException, error_class: str) -> bool:
+    return class_of(err) == error_class
+
+
+def not_found(op, provider_name, provider_id, cause) -> ProviderError:
+    return wrap(NOT_FOUND, op, provider_name, provider_id, cause)
+
+
+def permanent(op, provider_name, provider_id, cause) -> ProviderError:
+    return wrap(PERMANENT, op, provider_name, provider_id, cause)
+
+
+def transient(op, provider_name, provider_id, cause) -> ProviderError:
+    return wrap(TRANSIENT, op, provider_name, provider_id, cause)
+
+
+def quota_exceeded(op, provider_name, provider_id, cause) -> ProviderError:
+    return wrap(QUOTA_EXCEEDED, op, provider_name, provider_id, cause)
+
+
+class ConfigError(Exception):
+    """The providers file or inline providers are invalid; ``path`` names the offending field."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("invalid providers configuration: " + "; ".join(self.problems))

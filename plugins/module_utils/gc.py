@@ -1,0 +1,91 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Orphan garbage collection: which listed instances may be deleted, and deleting them.
+
+Used by the ``proxy_gc`` module (hence by playbooks and the controller's GC loop). The rules,
+each one a way an operator could otherwise delete something it must not:
+
+* a provider whose ``list_by_tag`` fails is skipped for the whole sweep (never a partial view);
+* an instance with an empty UID is never deleted (we cannot tell whose it is);
+* an instance of another installation is never deleted (shared backends);
+* an instance whose UID is live is kept;
+* an instance younger than ``min_age`` is kept (its Proxy may not be visible yet); a missing
+  ``created_at`` counts as very old, so an unreadable timestamp never shields an orphan forever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+
+DEFAULT_MIN_AGE_SECONDS = 600
+
+KEEP_EMPTY_UID = "empty-uid"
+KEEP_OTHER_INSTALLATION = "other-installation"
+KEEP_LIVE = "live"
+KEEP_YOUNG = "younger-than-min-age"
+DELETE_ORPHAN = "orphan"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    delete: bool
+    reason: str
+
+
+def decide(instance, live_uids, installation: str, min_age_seconds: float, now) -> Decision:
+    """The pure rule table: what to do with one listed instance."""
+    if not instance.uid:
+        return Decision(False, KEEP_EMPTY_UID)
+    if instance.installation != installation:
+        return Decision(False, KEEP_OTHER_INSTALLATION)
+    if instance.uid in live_uids:
+        return Decision(False, KEEP_LIVE)
+    if instance.created_at is not None:
+        age = (now - instance.created_at).total_seconds()
+        if age < min_age_seconds:
+            return Decision(False, KEEP_YOUNG)
+    return Decision(True, DELETE_ORPHAN)
+
+
+def sweep(
+    providers, live_uids, installation: str, min_age_seconds: float, deadline, dry_run: bool = False, now=None
+) -> dict:
+    """Run one GC sweep over ``providers`` (name -> provider); returns a report, never raises
+    for a provider failure (those are in ``errors`` and the provider is in ``skipped``)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    live = frozenset(u for u in live_uids if u)
+    report = {"deleted": [], "would_delete": [], "kept": [], "errors": [], "skipped": []}
+    for name in sorted(providers):
+        provider = providers[name]
+        try:
+            instances = provider.list_by_tag(deadline)
+        except Exception as exc:  # any failure means we cannot vouch for the list
+            report["skipped"].append(name)
+            report["errors"].append(_error_entry(name, "", exc))
+            continue
+        for instance in instances:
+            decision = decide(instance, live, installation, min_age_seconds, now)
+            entry = dict(instance.as_dict(name), reason=decision.reason)
+            if not decision.delete:
+                report["kept"].append(entry)
+            elif dry_run:
+                report["would_delete"].append(entry)
+            else:
+                try:
+                    provider.delete(instance.id, deadline)
+                    report["deleted"].append(entry)
+                except Exception as exc:
+                    report["errors"].append(_error_entry(name, instance.id, exc))
+    return report
+
+
+def _error_entry(provider_name: str, provider_id: str, exc: Exception) -> dict:
+    return {
+        "provider": provider_name,
+        "id": provider_id,
+        "error_class": errors.class_of(exc),
+        "msg": str(exc),
+    }

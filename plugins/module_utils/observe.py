@@ -1,0 +1,121 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Observation of provider calls: one decorator for every provider.
+
+Module processes are short-lived and cannot serve metrics, so each call is recorded as a
+plain record (op, configured provider name, error class or ``ok``, duration) that the module
+returns as ``telemetry``; the controller turns the records into Prometheus metrics and spans.
+Each call also runs inside an OpenTelemetry span ``provider.<op>`` when a tracer provider is
+configured; without the OpenTelemetry API installed, or without a configured tracer, it is a
+no-op. Providers never count or time their own calls.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import Checker, Provider
+
+try:
+    from opentelemetry import trace as otel_trace
+except ImportError:  # the API is optional: no tracing without it
+    otel_trace = None
+
+OK = "ok"
+
+
+class Telemetry:
+    """A thread-safe list of call records, shared by every provider of one module run."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._records = []
+
+    def record(self, op: str, provider: str, outcome: str, seconds: float) -> None:
+        with self._lock:
+            self._records.append(
+                {"op": op, "provider": provider, "class": outcome, "duration_seconds": round(seconds, 6)}
+            )
+
+    def records(self) -> list:
+        with self._lock:
+            return list(self._records)
+
+
+def _span(op: str, provider: Provider):
+    if otel_trace is None:
+        return _NullSpan()
+    tracer = otel_trace.get_tracer("crawl.egress_proxies")
+    return tracer.start_as_current_span(
+        "provider.%s" % op,
+        attributes={"provider.name": provider.name, "provider.type": provider.type_name},
+    )
+
+
+class _NullSpan:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _observe_call(op: str, provider: Provider, telemetry, func, *args, **kwargs):
+    start = time.monotonic()
+    outcome = OK
+    with _span(op, provider) as span:
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            outcome = errors.class_of(exc)
+            if span is not None:
+                span.set_attribute("provider.error_class", outcome)
+            raise
+        finally:
+            if telemetry is not None:
+                telemetry.record(op, provider.name, outcome, time.monotonic() - start)
+
+
+class ObservedProvider(Provider):
+    """Delegates every contract method to ``inner``, recording and tracing each call."""
+
+    def __init__(self, inner: Provider, telemetry):
+        super().__init__(inner.name, inner.installation)
+        self.inner = inner
+        self.type_name = inner.type_name
+        self.telemetry = telemetry
+
+    def create(self, req, deadline):
+        return _observe_call("create", self.inner, self.telemetry, self.inner.create, req, deadline)
+
+    def get(self, provider_id, deadline):
+        return _observe_call("get", self.inner, self.telemetry, self.inner.get, provider_id, deadline)
+
+    def delete(self, provider_id, deadline):
+        return _observe_call("delete", self.inner, self.telemetry, self.inner.delete, provider_id, deadline)
+
+    def list_by_tag(self, deadline):
+        return _observe_call("list", self.inner, self.telemetry, self.inner.list_by_tag, deadline)
+
+    def id_for(self, name, placement):
+        return self.inner.id_for(name, placement)
+
+    def close(self):
+        self.inner.close()
+
+    @property
+    def checker(self):
+        """The unwrapped provider when it implements ``Checker`` (blueprint §5), else ``None``."""
+        return self.inner if isinstance(self.inner, Checker) else None
+
+    def check(self, deadline) -> list:
+        checker = self.checker
+        if checker is None:
+            return []
+        return _observe_call("check", self.inner, self.telemetry, checker.check, deadline)
+
+
+def observed(inner: Provider, telemetry=None) -> ObservedProvider:
+    return ObservedProvider(inner, telemetry)

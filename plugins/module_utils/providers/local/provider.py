@@ -1,0 +1,341 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The ``local`` provider: each instance is a real Squid process on its own loopback address.
+
+Contract profile: create submits (Squid is started, readiness comes from ``get``); delete waits
+until the process and its directory are gone; the IP is assigned at create (an address of
+``addressRange``); the marks, UID and creation time are written into the instance directory
+before Squid starts; ``list_by_tag`` scans the state directory and fails as a whole when the
+directory cannot be read. ``CreateRequest.placement`` and ``cloud_init`` are ignored: a local
+Squid has nowhere to put them (docs/local-provider.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
+    Store,
+    StoreError,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import SquidSettings, render
+
+ID_PREFIX = "local/"
+STARTUP_GRACE_SECONDS = 30.0
+CONNECT_BUDGET_SECONDS = 1.0
+
+log = logging.getLogger("crawl.egress_proxies.providers.local")
+
+
+class SquidMissing(Exception):
+    """The configured Squid binary is not installed: fixing the config or host resolves it."""
+
+
+def classify(exc: BaseException) -> str:
+    """The one mapping from local failures to error classes."""
+    if isinstance(exc, errors.ProviderError):
+        return exc.error_class
+    if isinstance(exc, DeadlineExceeded):
+        return errors.TRANSIENT
+    if isinstance(exc, SquidMissing):
+        return errors.PERMANENT
+    if isinstance(exc, PermissionError):
+        return errors.PERMANENT
+    if isinstance(exc, StoreError) and "exhausted" in str(exc):
+        return errors.QUOTA_EXCEEDED
+    if isinstance(exc, OSError) and exc.errno is not None and exc.errno == 28:  # ENOSPC
+        return errors.QUOTA_EXCEEDED
+    return errors.TRANSIENT
+
+
+def parse_id(provider_id: str) -> str:
+    """``local/<name>`` -> name; ``ValueError`` for anything else."""
+    if not isinstance(provider_id, str) or not provider_id.startswith(ID_PREFIX):
+        raise ValueError("malformed local provider id %r: want local/<name>" % (provider_id,))
+    name = provider_id[len(ID_PREFIX) :]
+    if not names.is_dns_label(name):
+        raise ValueError("malformed local provider id %r: the name must be a DNS label" % (provider_id,))
+    return name
+
+
+def _parse_time(value):
+    try:
+        parsed = datetime.datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None  # unparsable counts as very old for GC, which never shields an orphan
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+class LocalProvider(contract.Provider, contract.Checker):
+    type_name = "local"
+
+    def __init__(self, name: str, installation: str, block):
+        super().__init__(name, installation)
+        self.config = block
+        self.store = Store(block.state_dir, block.address_range)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
+        return errors.wrap(classify(exc), op, self.name, provider_id, exc)
+
+    def _squid_user(self):
+        """Squid refuses to run as root, so as root it drops to Debian's ``proxy`` user."""
+        if os.geteuid() != 0:
+            return None
+        for candidate in ("proxy", "squid", "nobody"):
+            try:
+                entry = pwd.getpwnam(candidate)
+            except KeyError:
+                continue
+            return candidate, entry.pw_uid, entry.pw_gid
+        return None
+
+    def _squid_binary(self) -> str:
+        found = shutil.which(self.config.squid_binary) or shutil.which(
+            self.config.squid_binary, path="/usr/sbin:/usr/local/sbin"
+        )
+        if not found:
+            raise SquidMissing(
+                "squid binary %r not found (install squid or set squidBinary)" % self.config.squid_binary
+            )
+        return found
+
+    def _files(self, name: str, squid_user):
+        directory = self.store.path(name)
+
+        def squid_conf(record):
+            return render(
+                SquidSettings(
+                    listen="%s:%d" % (record["address"], record["port"]),
+                    allowed=tuple(self.config.allowed_source_ranges),
+                    pid_file="none",
+                    cache_log=os.path.join(directory, "cache.log"),
+                    access_log=os.path.join(directory, "access.log"),
+                    effective_user=squid_user[0] if squid_user else "",
+                    coredump_dir=directory,
+                    visible_hostname=name,
+                )
+            )
+
+        return {process.CONF: squid_conf}
+
+    @staticmethod
+    def _accepts(address: str, port: int, deadline) -> bool:
+        try:
+            with socket.create_connection((address, port), timeout=deadline.budget(CONNECT_BUDGET_SECONDS)):
+                return True
+        except OSError:
+            return False
+
+    def _instance(self, name: str, record: dict, deadline) -> contract.Instance:
+        directory = self.store.path(name)
+        state, _pid = process.status(directory)
+        created_at = _parse_time(record.get("createdAt"))
+        if state == process.ALIVE:
+            deadline.check("get")
+            if self._accepts(record["address"], int(record["port"]), deadline):
+                phase = contract.RUNNING
+            else:
+                phase = contract.PROVISIONING
+        elif state == process.SUSPENDED:
+            phase = contract.STOPPED
+        else:
+            started = process.read_record(directory)
+            recently = (
+                started is None
+                and created_at is not None
+                and (datetime.datetime.now(datetime.UTC) - created_at).total_seconds() < STARTUP_GRACE_SECONDS
+            )
+            phase = contract.PROVISIONING if recently else contract.STOPPED
+        return contract.Instance(
+            id=ID_PREFIX + name,
+            name=name,
+            uid=record.get(names.LABEL_UID, ""),
+            state=phase,
+            ip=record["address"] if phase == contract.RUNNING else "",
+            created_at=created_at,
+            installation=record.get(names.LABEL_INSTALL, ""),
+        )
+
+    def _ensure_running(self, name: str, deadline) -> None:
+        with self.store.locked(name):
+            state, pid = process.status(self.store.path(name))
+            if state == process.ALIVE:
+                return
+            if state == process.SUSPENDED:
+                os.kill(pid, signal.SIGCONT)  # a suspended Squid resumes where it was
+                return
+            deadline.check("create")
+            pid = process.start(self._squid_binary(), self.store.path(name), name)
+            log.info("provider=%s op=create name=%s started squid pid=%d", self.name, name, pid)
+
+    # -- contract ------------------------------------------------------------------------
+
+    def id_for(self, name, placement):
+        return ID_PREFIX + name if names.is_dns_label(name) else None
+
+    def create(self, req: contract.CreateRequest, deadline) -> str:
+        provider_id = ID_PREFIX + req.name
+        if not names.is_dns_label(req.name):
+            raise errors.permanent("create", self.name, req.name, "name %r is not a DNS label" % req.name)
+        if not req.uid:
+            raise errors.permanent("create", self.name, provider_id, "uid is required (it is the GC mark)")
+        if not 1 <= int(req.port) <= 65535:
+            raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
+        log.info("provider=%s op=create request=%s", self.name, req.describe())
+        try:
+            deadline.check("create")
+            self._squid_binary()  # fail before anything is written when Squid is missing
+            existing = self.store.read(req.name)
+            if existing is not None and existing.get(names.LABEL_UID) not in ("", req.uid):
+                raise errors.permanent(
+                    "create",
+                    self.name,
+                    provider_id,
+                    "instance %s exists and belongs to uid %s, not %s"
+                    % (req.name, existing.get(names.LABEL_UID), req.uid),
+                )
+            if existing is None:
+                squid_user = self._squid_user()
+                owner = squid_user[1:] if squid_user else None
+                self.store.create(
+                    req.name,
+                    req.uid,
+                    self.installation,
+                    int(req.port),
+                    self._files(req.name, squid_user),
+                    owner,
+                )
+                # A concurrent create of the same name may have won the race: re-check the UID.
+                record = self.store.read(req.name)
+                if record is not None and record.get(names.LABEL_UID) not in ("", req.uid):
+                    raise errors.permanent(
+                        "create", self.name, provider_id, "instance %s was created for another uid" % req.name
+                    )
+            self._ensure_running(req.name, deadline)
+        except errors.ProviderError:
+            raise
+        except Exception as exc:
+            raise self._fail("create", provider_id, exc) from exc
+        return provider_id
+
+    def get(self, provider_id: str, deadline) -> contract.Instance:
+        try:
+            name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("get", self.name, provider_id, exc) from exc
+        try:
+            deadline.check("get")
+            record = self.store.read(name)
+            if record is None:
+                raise errors.not_found("get", self.name, provider_id, "no instance %s" % name)
+            return self._instance(name, record, deadline)
+        except errors.ProviderError:
+            raise
+        except Exception as exc:
+            raise self._fail("get", provider_id, exc) from exc
+
+    def delete(self, provider_id: str, deadline) -> None:
+        try:
+            name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("delete", self.name, provider_id, exc) from exc
+        try:
+            deadline.check("delete")
+            with self.store.locked(name):
+                if self.store.read(name) is None:
+                    return
+                process.stop(self.store.path(name), name, deadline)
+                self.store.remove(name)
+            log.info("provider=%s op=delete id=%s removed", self.name, provider_id)
+        except Exception as exc:
+            raise self._fail("delete", provider_id, exc) from exc
+
+    def list_by_tag(self, deadline) -> list:
+        out = []
+        try:
+            for name in self.store.names():
+                deadline.check("list")
+                try:
+                    record = self.store.read(name)
+                except StoreError as exc:
+                    log.warning(
+                        "provider=%s op=list skipping unreadable instance %s: %s", self.name, name, exc
+                    )
+                    continue
+                if record is None or not names.is_managed(record):
+                    continue
+                if record.get(names.LABEL_INSTALL) != self.installation:
+                    continue
+                out.append(self._instance(name, record, deadline))
+        except Exception as exc:
+            raise self._fail("list", "", exc) from exc
+        return out
+
+    def check(self, deadline) -> list:
+        return [self._check_squid(deadline), self._check_state_dir()]
+
+    def _check_squid(self, deadline) -> contract.TargetStatus:
+        details = {"binary": self.config.squid_binary}
+        try:
+            binary = self._squid_binary()
+            details["binary"] = binary
+            out = subprocess.run(
+                [binary, "-v"],
+                capture_output=True,
+                text=True,
+                timeout=deadline.budget(5.0),
+                check=False,
+            )
+        except SquidMissing as exc:
+            return contract.TargetStatus(
+                "squid", details["binary"], False, "SquidNotFound", str(exc), details
+            )
+        except subprocess.TimeoutExpired:
+            return contract.TargetStatus(
+                "squid", details["binary"], False, contract.REASON_TIMEOUT, "squid -v timed out", details
+            )
+        except OSError as exc:
+            return contract.TargetStatus(
+                "squid", details["binary"], False, "SquidNotRunnable", str(exc), details
+            )
+        first = (out.stdout or "").splitlines()[:1]
+        if out.returncode != 0 or not first:
+            return contract.TargetStatus(
+                "squid", binary, False, "SquidNotRunnable", "squid -v exited %d" % out.returncode, details
+            )
+        details["version"] = first[0].replace("Squid Cache: Version", "").strip()
+        return contract.TargetStatus("squid", binary, True, contract.REASON_REACHABLE, first[0], details)
+
+    def _check_state_dir(self) -> contract.TargetStatus:
+        path = self.config.state_dir
+        details = {"path": path}
+        probe = path
+        while probe and not os.path.exists(probe):
+            probe = os.path.dirname(probe)
+        if not os.path.isdir(probe):
+            return contract.TargetStatus(
+                "stateDir", path, False, "StateDirUnusable", "%s is not a directory" % probe, details
+            )
+        if not os.access(probe, os.W_OK | os.X_OK):
+            return contract.TargetStatus(
+                "stateDir", path, False, "StateDirUnusable", "%s is not writable" % probe, details
+            )
+        try:
+            details["instances"] = len(self.store.names())
+            usage = shutil.disk_usage(probe)
+            details["freeBytes"] = usage.free
+        except (StoreError, OSError) as exc:
+            return contract.TargetStatus("stateDir", path, False, "StateDirUnusable", str(exc), details)
+        return contract.TargetStatus("stateDir", path, True, contract.REASON_REACHABLE, "writable", details)

@@ -1,0 +1,155 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The local provider's backend store: one directory per instance under ``<stateDir>/instances``.
+
+An instance directory appears atomically (built under a temporary name, then renamed) with its
+``instance.json`` (the marks, UID, installation, creation time, address and port) already
+inside, so an instance never exists without its marks, and a crash leaves either nothing or a
+complete record. Addresses are allocated under an exclusive lock on the state directory, so
+concurrent creates, in threads or in separate module processes, never share an address.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import ipaddress
+import json
+import os
+import shutil
+import tempfile
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+
+RECORD = "instance.json"
+INSTANCES = "instances"
+
+
+class StoreError(Exception):
+    """The store cannot be read or written (the provider classifies it)."""
+
+
+class Store:
+    def __init__(self, state_dir: str, address_range: str):
+        self.state_dir = state_dir
+        self.instances_dir = os.path.join(state_dir, INSTANCES)
+        self.network = ipaddress.ip_network(address_range)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.instances_dir, name)
+
+    def read(self, name: str):
+        """The record of ``name``, or ``None`` when the instance does not exist."""
+        try:
+            with open(os.path.join(self.path(name), RECORD), encoding="utf-8") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            if os.path.isdir(self.path(name)):
+                raise StoreError("instance directory %s has no %s" % (self.path(name), RECORD)) from None
+            return None
+        except NotADirectoryError:
+            raise StoreError("state directory %s is not a directory" % self.instances_dir) from None
+        except (OSError, ValueError) as exc:
+            raise StoreError("cannot read %s: %s" % (self.path(name), exc)) from None
+
+    def names(self) -> list:
+        """Every instance name; raises ``StoreError`` when the directory cannot be listed."""
+        try:
+            entries = os.listdir(self.instances_dir)
+        except FileNotFoundError:
+            if os.path.exists(self.state_dir) and not os.path.isdir(self.state_dir):
+                raise StoreError("state directory %s is not a directory" % self.state_dir) from None
+            return []
+        except OSError as exc:
+            raise StoreError("cannot list %s: %s" % (self.instances_dir, exc)) from None
+        return sorted(e for e in entries if not e.startswith("."))
+
+    @contextlib.contextmanager
+    def locked(self, name: str = ""):
+        """An exclusive lock on the whole store (``name`` empty) or on one instance.
+
+        Lock files live in ``<stateDir>/locks`` and are never removed: unlinking a lock file
+        another process is waiting on would let two holders in.
+        """
+        locks = os.path.join(self.state_dir, "locks")
+        try:
+            os.makedirs(self.instances_dir, mode=0o755, exist_ok=True)
+            os.makedirs(locks, mode=0o755, exist_ok=True)
+        except OSError as exc:
+            raise StoreError("cannot create %s: %s" % (self.instances_dir, exc)) from None
+        lock_path = os.path.join(locks, name or ".store")
+        with open(lock_path, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def create(self, name: str, uid: str, installation: str, port: int, files: dict, owner=None) -> dict:
+        """Allocate an address and make the instance directory appear atomically.
+
+        ``files`` maps file names to a callable ``(record) -> text`` so files that depend on the
+        allocated address (squid.conf) are written inside the same atomic step. Returns the
+        record. Caller holds no lock; this takes the store lock itself.
+        """
+        with self.locked():
+            existing = self.read(name)
+            if existing is not None:
+                return existing
+            record = {
+                names.LABEL_MANAGED: names.LABEL_MANAGED_VALUE,
+                names.LABEL_UID: uid,
+                names.LABEL_INSTALL: installation,
+                "name": name,
+                "createdAt": datetime.datetime.now(datetime.UTC).isoformat(),
+                "address": self._free_address(),
+                "port": port,
+            }
+            staging = tempfile.mkdtemp(prefix=".new-%s-" % name, dir=self.instances_dir)
+            try:
+                os.chmod(staging, 0o755)
+                for file_name, render in files.items():
+                    _write(os.path.join(staging, file_name), render(record))
+                _write(os.path.join(staging, RECORD), json.dumps(record, indent=2, sort_keys=True))
+                if owner is not None:
+                    os.chown(staging, owner[0], owner[1])
+                os.rename(staging, self.path(name))
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                raise
+            return record
+
+    def remove(self, name: str) -> None:
+        """Remove the directory atomically (rename away, then delete); idempotent."""
+        target = self.path(name)
+        if not os.path.isdir(target):
+            return
+        trash = tempfile.mkdtemp(prefix=".gone-%s-" % name, dir=self.instances_dir)
+        try:
+            os.rename(target, os.path.join(trash, name))
+        except FileNotFoundError:
+            pass
+        shutil.rmtree(trash, ignore_errors=True)
+
+    def _free_address(self) -> str:
+        used = set()
+        for other in self.names():
+            try:
+                record = self.read(other)
+            except StoreError:
+                continue
+            if record and record.get("address"):
+                used.add(record["address"])
+        for host in self.network.hosts():
+            text = str(host)
+            if text not in used:
+                return text
+        raise StoreError("address range %s is exhausted (%d in use)" % (self.network, len(used)))
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -1,0 +1,13 @@
+"""Shared pytest setup: make the collection importable as ``ansible_collections.crawl.egress_proxies``.
+
+``make`` links the repository into ``.venv/collections`` (the ANSIBLE_COLLECTIONS_PATH the
+playbook tests use too), so the tests import exactly the code ansible-playbook runs.
+"""
+
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
