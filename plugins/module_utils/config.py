@@ -156,7 +156,7 @@ def _parse_entry(index: int, entry, problems: list):
     try:
         block = provider_type.block.model_validate(raw_block)
     except ValidationError as exc:
-        problems.extend(format_validation_error(exc, here + (provider_type.name,)))
+        problems.extend(format_validation_error(exc, (*here, provider_type.name)))
         return None
     return ProviderSpec(name=name, type=provider_type.name, block=block) if ok else None
 
