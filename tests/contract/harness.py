@@ -1,0 +1,47 @@
+"""What a provider's test file hands the conformance suite: a ``Backend`` harness.
+
+Each provider's ``tests/contract/test_<type>.py`` subclasses ``suite.ContractSuite`` and
+defines a ``backend`` fixture returning an object with this shape. The suite only talks to the
+provider through the contract; the harness is how it reaches *behind* the provider to set up
+situations (an unmarked instance, an unknown backend state, a listing that cannot be trusted)
+and to read what really landed on the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Protocol
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Provider
+
+
+class Backend(Protocol):
+    #: the provider under test, built with ``registry.build`` (so it is observed like in production)
+    provider: Provider
+    #: provider ids the provider can never resolve (wrong shape, bad separators, unknown location)
+    malformed_ids: list
+    #: whether instances of this backend reach Running in this test environment
+    reaches_running: bool
+    #: seconds the suite waits for Running (or for NotFound after delete)
+    timeout: float
+
+    def request(self, uid: str, cloud_init: str = "") -> CreateRequest:
+        """A request this backend can satisfy, named ``name_from_uid(uid)``."""
+
+    def create_unmarked(self, name: str) -> None:
+        """Create an instance named ``name`` without the managed marks, behind the provider's back.
+        The harness removes it at teardown."""
+
+    def force_unknown_state(self, provider_id: str) -> None:
+        """Put the instance into a backend state the provider does not recognise (or, where the
+        backend has no such state, the nearest state that will not recover by itself)."""
+
+    def backend_record(self, provider_id: str) -> dict:
+        """``{"uid": ..., "created_at": datetime|None}`` read straight from the backend."""
+
+    def break_listing(self) -> contextlib.AbstractContextManager:
+        """While active, the provider cannot vouch for a complete list (its list must fail)."""
+
+    def captured_output(self) -> str:
+        """Everything the backend side logged or stored as text during the test (for the
+        cloud-init sentinel check); may be empty when the backend keeps no logs."""
