@@ -74,6 +74,8 @@ def is_timeout(exc: BaseException) -> bool:
         return False
     if isinstance(exc, urllib3_exceptions.MaxRetryError):
         exc = exc.reason or exc
+    if isinstance(exc, urllib3_exceptions.NewConnectionError):
+        return False  # urllib3 derives it from ConnectTimeoutError, but "refused" is no timeout
     return isinstance(exc, urllib3_exceptions.TimeoutError | TimeoutError)
 
 
