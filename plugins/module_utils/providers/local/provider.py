@@ -126,6 +126,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     effective_user=squid_user[0] if squid_user else "",
                     coredump_dir=".",
                     visible_hostname=name,
+                    outgoing_address=record["address"],
                 )
             )
 
