@@ -14,7 +14,7 @@ import threading
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the stdlib's name
+    def do_GET(self):
         body = json.dumps({"client": self.client_address[0], "path": self.path}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
