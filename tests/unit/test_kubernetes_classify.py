@@ -68,6 +68,11 @@ CASES = [
     ("403 quota needs limits", api_error(403, "Forbidden", MISSING_LIMITS), errors.PERMANENT),
     ("403 no default ServiceAccount yet", api_error(403, "Forbidden", NO_SA), errors.TRANSIENT),
     ("403 namespace terminating", api_error(403, "Forbidden", TERMINATING), errors.TRANSIENT),
+    (
+        "403 quota not counted yet",
+        api_error(403, "Forbidden", 'pods "p" is forbidden: status unknown for quota: q, resource: pods'),
+        errors.TRANSIENT,
+    ),
     ("403 without a body", api_error(403, "Forbidden", with_body=False), errors.PERMANENT),
     ("401 Unauthorized", api_error(401, "Unauthorized", "Unauthorized"), errors.PERMANENT),
     ("400 BadRequest", api_error(400, "BadRequest", "bad"), errors.PERMANENT),

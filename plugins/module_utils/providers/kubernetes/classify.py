@@ -7,8 +7,9 @@ tests/unit/test_kubernetes_classify.py with the bodies a real API server sends. 
 the reference gave up on: a 403 can be RBAC (Permanent: fix the Role) or a ResourceQuota
 (QuotaExceeded: wait or raise the quota). The API server's quota admission says so in the
 Status message ("exceeded quota: ..."), so it is told apart here. A 403 because the namespace's
-default ServiceAccount does not exist yet (a namespace created a moment ago) or because the
-namespace is being deleted is Transient: it resolves without anyone editing anything.
+default ServiceAccount does not exist yet (a namespace created a moment ago), because the
+namespace is being deleted, or because a new quota has not been counted yet, is Transient: it
+resolves without anyone editing anything.
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline impo
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 
 QUOTA_MARKERS = ("exceeded quota:",)
-TRANSIENT_403_MARKERS = ("error looking up service account", "because it is being terminated")
+TRANSIENT_403_MARKERS = (
+    "error looking up service account",  # the namespace's default ServiceAccount is not there yet
+    "because it is being terminated",  # the namespace goes away
+    "status unknown for quota",  # a new ResourceQuota the controller has not counted yet
+)
 PERMANENT_STATUSES = (400, 401, 403, 405, 406, 415, 422)
 
 
