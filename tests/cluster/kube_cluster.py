@@ -315,6 +315,7 @@ class ControlPlane:
                 "--etcd-servers=%s" % etcd_url,
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
+                "--endpoint-reconciler-type=none",  # loopback may not be a Service endpoint
                 "--secure-port=%d" % api_port,
                 "--tls-cert-file=%s" % self.pki["serving_crt"],
                 "--tls-private-key-file=%s" % self.pki["serving_key"],
