@@ -229,7 +229,7 @@ def test_a_block_of_another_type_is_refused(demo_type):
 
 
 def test_type_allow_list_comes_from_the_registry(demo_type):
-    with pytest.raises(ConfigError, match=r"known: demo, local"):
+    with pytest.raises(ConfigError, match=r"known: demo, kubernetes, local"):
         config.parse(second({"name": "b", "type": "kvm"}))
     assert config.parse(second({"name": "b", "type": "demo"})).find("b").type == "demo"
 

@@ -149,9 +149,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
 
     # -- contract ------------------------------------------------------------------------
 
-    def id_for(self, name, placement):
-        if self.config.namespace and names.is_dns_label(name):
-            return format_id(self.config.namespace, name)
+    def id_for(self, name, placement, namespace=""):
+        """Where ``create`` would put it: the override, else the request's namespace, else
+        ``default`` (the same rule as ``create``, so the module finds what create made)."""
+        chosen = self.config.namespace or namespace or DEFAULT_NAMESPACE
+        if names.is_dns_label(name) and names.is_dns_label(chosen):
+            return format_id(chosen, name)
         return None
 
     def create(self, req: contract.CreateRequest, deadline) -> str:
