@@ -11,14 +11,14 @@ version_added: 0.1.0
 description:
   - Makes sure an egress proxy instance exists (O(state=present)) or is gone (O(state=absent)) on
     a configured provider (C(local), C(kubernetes), C(gcp), C(kvm), C(kvm2)).
-  - Idempotent: an instance is identified by its name, derived from O(uid) unless given, so a
+  - Idempotent. An instance is identified by its name, derived from O(uid) unless given, so a
     repeated run finds the instance it created before and reports C(changed=false).
   - An existing instance is adopted only when its ownership mark (uid) matches; another uid is a
     permanent error and the instance is left untouched.
   - The batch form O(instances) converges many instances in one module run, concurrently, with
     one result per item. Top-level per-instance options are defaults for every item.
 author:
-  - egress-proxies maintainers
+  - egress-proxies maintainers (@crawl)
 extends_documentation_fragment:
   - crawl.egress_proxies.providers
 attributes:
@@ -27,6 +27,7 @@ attributes:
     description: Reports what would be created or deleted; calls no mutating provider operation.
   diff_mode:
     support: none
+    description: Results describe the instances; there is no before/after diff.
 options:
   provider:
     description: Name of the configured provider (the C(name) of an entry of the providers file).
