@@ -152,6 +152,14 @@ class ContractSuite:
             # ... and its rightful owner still adopts it.
             assert backend.provider.create(owner, dl(backend)) == provider_id
 
+    def test_create_never_adopts_an_unmarked_instance(self, backend):
+        req = backend.request(new_uid())
+        backend.create_unmarked(req.name)
+        with pytest.raises(ProviderError) as exc_info:
+            backend.provider.create(req, dl(backend))
+        assert_class(exc_info, errors.PERMANENT)
+        assert [i for i in listed(backend) if i.name == req.name] == []
+
     def test_cancelled_create_creates_nothing(self, backend):
         req = backend.request(new_uid())
         with pytest.raises(ProviderError) as exc_info:
