@@ -15,6 +15,7 @@ import dataclasses
 import datetime
 import ipaddress
 import logging
+import threading
 import time
 import uuid
 
@@ -122,6 +123,27 @@ class ContractSuite:
             ours = [i for i in listed(backend) if i.name == req.name]
             assert len(ours) == 1, "one name must be one instance, listed %d: %s" % (len(ours), ours)
             assert ours[0].id == first
+
+    def test_concurrent_creates_of_one_name_make_one_instance(self, backend):
+        req = backend.request(new_uid())
+        results, failures = [], []
+
+        def create():
+            try:
+                results.append(backend.provider.create(req, dl(backend)))
+            except Exception as exc:  # collected: the assertion below names it
+                failures.append(exc)
+
+        with cleanup(backend) as ids:
+            threads = [threading.Thread(target=create) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(backend.timeout)
+            ids.extend(sorted(set(results)))
+            assert failures == []
+            assert len(results) == 4 and len(set(results)) == 1
+            assert len([i for i in listed(backend) if i.name == req.name]) == 1
 
     def test_create_marks_instance_for_gc(self, backend):
         req = backend.request(new_uid())
