@@ -47,18 +47,18 @@ def cancelled() -> Deadline:
 
 @contextlib.contextmanager
 def cleanup(backend):
-    """Collects provider ids; deletes each at exit (even when the test failed)."""
-    ids = []
+    """Collects provider ids; deletes each at exit (even when the test failed). A failed
+    cleanup fails a passing test, but never masks the failure of a failing one."""
+    ids, problems = [], []
     try:
         yield ids
     finally:
-        problems = []
         for provider_id in ids:
             try:
                 backend.provider.delete(provider_id, dl(backend))
             except Exception as exc:  # report, but keep cleaning the others
                 problems.append("%s: %s" % (provider_id, exc))
-        assert not problems, "cleanup failed: %s" % problems
+    assert not problems, "cleanup failed: %s" % problems
 
 
 def wait_for_state(backend, provider_id: str, wanted: tuple) -> list:
