@@ -200,7 +200,7 @@ class Converger:
                 if exc.error_class != errors.NOT_FOUND:
                     return failure(item, exc, provider_id)
         if existing is not None:
-            if existing.uid and existing.uid != item.uid:
+            if existing.uid != item.uid:  # adopt only our own instance, never an unmarked one
                 exc = errors.permanent(
                     "create",
                     provider.name,
