@@ -135,7 +135,7 @@ class ContractSuite:
                 failures.append(exc)
 
         with cleanup(backend) as ids:
-            threads = [threading.Thread(target=create) for _ in range(4)]
+            threads = [threading.Thread(target=create) for _worker in range(4)]
             for thread in threads:
                 thread.start()
             for thread in threads:
