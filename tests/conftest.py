@@ -9,5 +9,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+CONTROLLER = os.path.join(ROOT, "controller")
+for path in (COLLECTIONS, CONTROLLER):
+    if path not in sys.path:
+        sys.path.insert(0, path)

@@ -82,6 +82,15 @@ options:
   wait_timeout:
     description: Seconds to wait when O(wait) is set. Defaults to C(300).
     type: float
+  invalid_items:
+    description:
+      - What an invalid item of O(instances) does.
+      - V(fail_all) fails the run before anything is touched.
+      - V(fail_item) reports that item as failed (error class C(permanent)) and converges the
+        others, for callers whose items are independent (the controller).
+    type: str
+    choices: [fail_all, fail_item]
+    default: fail_all
   instances:
     description:
       - The batch form. Each item takes the per-instance options above; unset ones inherit the
@@ -221,6 +230,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module 
 def argument_spec() -> dict:
     spec = dict(INSTANCE_OPTIONS)
     spec["instances"] = {"type": "list", "elements": "dict", "options": dict(INSTANCE_OPTIONS)}
+    spec["invalid_items"] = {"type": "str", "choices": ["fail_all", "fail_item"], "default": "fail_all"}
     return spec
 
 
