@@ -13,3 +13,7 @@ CONTROLLER = os.path.join(ROOT, "controller")
 for path in (COLLECTIONS, CONTROLLER):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+# The Kubernetes test control plane's fixtures (kube_cluster, kube_admin, kube_namespace), for
+# every test directory; nothing starts unless a test asks for one.
+pytest_plugins = ("cluster.kube_fixture",)
