@@ -42,6 +42,20 @@ except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes clie
     urllib3_exceptions = None
 
 
+__all__ = [
+    "KUBERNETES_IMPORT_ERROR",
+    "ApiException",
+    "ConfigException",
+    "SDKMissing",
+    "api_client",
+    "is_timeout",
+    "is_transport_error",
+    "k8s_client",
+    "k8s_config",
+    "require_sdk",
+]
+
+
 class SDKMissing(Exception):
     """The kubernetes Python client is not installed where the module runs."""
 
