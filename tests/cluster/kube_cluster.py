@@ -188,9 +188,11 @@ def kubeconfig_text(server: str, ca_path: str, user: dict, name: str = "egress-t
 class ControlPlane:
     """The processes of one test cluster, all under ``directory``."""
 
-    def __init__(self, directory: str, bindir: str | None = None):
+    def __init__(self, directory: str, bindir: str | None = None, die_with_parent: bool = False):
         self.dir = os.path.abspath(directory)
         self.bindir = bindir
+        # For the pytest fixture: if pytest itself is killed, the kernel ends the processes too.
+        self.die_with_parent = die_with_parent
         self.procs: dict = {}
         self.server = ""
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
@@ -209,6 +211,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # our own process group: a Ctrl-C in pytest reaches us only
                 cwd=self.dir,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self.procs[name] = proc
         self._save_pids()
@@ -425,6 +428,15 @@ class ControlPlane:
         self.procs.clear()
         if os.path.isdir(self.dir):
             self._save_pids()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the process that started us exits (a throwaway
+    cluster needs no graceful shutdown, and kube-apiserver may hang in one once etcd is gone)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 10.0) -> None:
