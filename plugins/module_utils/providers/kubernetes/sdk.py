@@ -72,12 +72,28 @@ def api_client(kubeconfig: str | None, context: str | None):
     """An ``ApiClient`` for the kubeconfig (and context), else for the in-cluster config."""
     require_sdk()
     configuration = k8s_client.Configuration()
-    if kubeconfig or context:
-        k8s_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+    try:
+        if kubeconfig or context:
+            k8s_config.load_kube_config(
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+    except ConfigException as exc:
+        # The client's message does not say which file or context it was reading.
+        source = (
+            "in-cluster config"
+            if not (kubeconfig or context)
+            else "kubeconfig %s%s"
+            % (
+                kubeconfig or "(default)",
+                ", context %s" % context if context else "",
+            )
         )
-    else:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        raise ConfigException("%s: %s" % (source, exc)) from exc
     configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take
     return k8s_client.ApiClient(configuration)
 
