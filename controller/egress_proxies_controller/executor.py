@@ -164,7 +164,7 @@ class Executor:
                     {
                         "instances": instances,
                         "gets": [
-                            {"provider": p, "ids": [i for _, i in entries]}
+                            {"provider": p, "ids": [i for _key, i in entries]}
                             for p, entries in sorted(gets.items())
                         ],
                         "lists": lists,

@@ -149,7 +149,7 @@ class ControllerProcess:
             yaml.safe_dump(providers, handle)
         os.replace(tmp, self.providers_file)
 
-    def start(self, fault: str = "") -> None:
+    def start(self, fault: str = "", extra_args=()) -> None:
         env = dict(
             os.environ,
             PYTHONPATH=os.path.join(ROOT, "controller"),
