@@ -110,16 +110,41 @@ class E2E:
         return [(e.reason, e.message) for e in items]
 
     def cleanup(self) -> None:
-        proxies = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]
-        for item in proxies:
-            self.delete(item["metadata"]["name"])
-        if self.controller.proc is not None and self.controller.proc.poll() is None:
+        try:
+            proxies = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)[
+                "items"
+            ]
             for item in proxies:
-                self.wait_gone(item["metadata"]["name"], timeout=60)
-        rc = self.controller.stop()
-        assert rc == 0, "controller exited %s on SIGTERM:\n%s" % (rc, self.controller.tail())
-        for directory in (self.state_dir, self.state_dir + "-tiny"):
-            assert self.instances(directory) == [], "instances left behind in %s" % directory
+                self.delete(item["metadata"]["name"])
+            if self.controller.proc is not None and self.controller.proc.poll() is None:
+                for item in proxies:
+                    self.wait_gone(item["metadata"]["name"], timeout=60)
+            rc = self.controller.stop()
+            assert rc == 0, "controller exited %s on SIGTERM:\n%s" % (rc, self.controller.tail())
+            for directory in (self.state_dir, self.state_dir + "-tiny"):
+                assert self.instances(directory) == [], "instances left behind in %s" % directory
+        finally:
+            if self.controller.proc is not None and self.controller.proc.poll() is None:
+                self.controller.kill()
+            for directory in (self.state_dir, self.state_dir + "-tiny"):
+                _kill_squids(directory)
+
+
+def _kill_squids(state_dir: str) -> None:
+    """Last resort after a failed test: stop, by recorded pid, any Squid of this state dir."""
+    import glob
+    import signal
+
+    for record in glob.glob(os.path.join(state_dir, "instances", "*", "process.json")):
+        with open(record) as handle:
+            pid = json.load(handle).get("pid")
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                if os.path.dirname(record).encode() not in handle.read():
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, TypeError):
+            pass
 
 
 def _tiny_range() -> str:
