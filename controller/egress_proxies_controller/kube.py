@@ -134,6 +134,42 @@ class Kube:
             raise LookupError("cloud-init Secret %s/%s has no key %r" % (namespace, name, key))
         return base64.b64decode(data[key]).decode("utf-8")
 
+    # -- cluster-scoped objects (ProviderHealth) -------------------------------------------
+
+    def get_cluster_object(self, plural: str, name: str) -> dict | None:
+        try:
+            return self.custom.get_cluster_custom_object(
+                api.GROUP, api.VERSION, plural, name, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create_cluster_object(self, plural: str, body: dict) -> dict:
+        return self.custom.create_cluster_custom_object(
+            api.GROUP, api.VERSION, plural, body, _request_timeout=self.timeout
+        )
+
+    def replace_cluster_object_status(self, plural: str, body: dict) -> dict:
+        return self.custom.replace_cluster_custom_object_status(
+            api.GROUP, api.VERSION, plural, body["metadata"]["name"], body, _request_timeout=self.timeout
+        )
+
+    def list_cluster_objects(self, plural: str, label_selector: str) -> list:
+        return self.custom.list_cluster_custom_object(
+            api.GROUP, api.VERSION, plural, label_selector=label_selector, _request_timeout=self.timeout
+        ).get("items", [])
+
+    def delete_cluster_object(self, plural: str, name: str) -> None:
+        try:
+            self.custom.delete_cluster_custom_object(
+                api.GROUP, api.VERSION, plural, name, _request_timeout=self.timeout
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
     def event(self, obj: dict, event_type: str, reason: str, message: str, component: str) -> None:
         meta = obj["metadata"]
         now = datetime.datetime.now(datetime.UTC)

@@ -16,8 +16,10 @@ import traceback
 try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
+
+    # Re-exported, unused here: classify, check and provider catch sdk.ApiException and friends.
+    from kubernetes.client.exceptions import ApiException  # pylint: disable=unused-import
+    from kubernetes.config.config_exception import ConfigException  # pylint: disable=unused-import
 
     KUBERNETES_IMPORT_ERROR = None
 except ImportError:  # pragma: no cover - exercised by ansible-test's import sanity test
