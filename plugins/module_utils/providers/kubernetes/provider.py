@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
@@ -57,13 +58,15 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         super().__init__(name, installation)
         self.config = block
         self._client = None  # built on first use: constructing a provider never dials
+        self._client_lock = threading.Lock()  # batches call one provider from several threads
 
     # -- helpers -------------------------------------------------------------------------
 
     def _api_client(self):
-        if self._client is None:
-            self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
+            return self._client
 
     def _core(self):
         return sdk.k8s_client.CoreV1Api(self._api_client())
@@ -271,8 +274,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         return [check_apiserver(self, deadline)]
 
     def close(self) -> None:
-        if self._client is not None:
-            try:
-                self._client.close()
-            finally:
-                self._client = None
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
