@@ -232,6 +232,7 @@ class Reconciler:
         if answer.ok or answer.error_class == NOT_FOUND:
             status = dict(proxy.status)
             status.update(providerID="", state="", ip="")
+            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
             status["conditions"] = conditions.set_condition(
                 status.get("conditions"),
                 api.COND_READY,
@@ -252,6 +253,7 @@ class Reconciler:
         if answer.ok or answer.error_class == NOT_FOUND:
             status = dict(proxy.status)
             status.update(providerID="", state="", ip="")
+            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
             status["conditions"] = conditions.set_condition(
                 status.get("conditions"),
                 api.COND_READY,
@@ -279,6 +281,7 @@ class Reconciler:
         ) or answer.error_class == NOT_FOUND:
             status = dict(proxy.status)
             status.update(providerID="", state="", ip="")
+            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
             return Step(
                 status=status,
                 requeue_after=self.settings.requeue_now,
@@ -354,13 +357,22 @@ class Reconciler:
             ip=instance.get("ip", "") if state == "Running" else "",
             observedGeneration=proxy.generation,
         )
+        if state != "Running":  # a new or restarted instance is probed afresh
+            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
         now, gen = self._now(), proxy.generation
         conds = status.get("conditions")
         conds = conditions.set_condition(conds, api.COND_QUOTA, False, "QuotaAvailable", "", gen, now)
         conds = conditions.set_condition(conds, api.COND_PERMANENT, False, "NoError", "", gen, now)
         step = Step()
         was_ready = conditions.is_true(proxy.status.get("conditions"), api.COND_READY)
-        if state == "Running":
+        healthy = conditions.find(conds, api.COND_HEALTHY)
+        if state == "Running" and healthy is not None and healthy.get("status") == "False":
+            # Ready means Running and Healthy: the health engine saw this proxy fail.
+            conds = conditions.set_condition(
+                conds, api.COND_READY, False, "Unhealthy", healthy.get("message", ""), gen, now
+            )
+            step.requeue_after = self.settings.provisioning_poll
+        elif state == "Running":
             conds = conditions.set_condition(
                 conds, api.COND_READY, True, "Running", "proxy is running at %s" % status["ip"], gen, now
             )
