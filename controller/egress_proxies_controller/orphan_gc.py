@@ -31,6 +31,8 @@ class OrphanGC(PeriodicLoop):
             log.info("gc: informer not synced yet; skipping this sweep")
             return
         live = self.informer.uids()
+        if self.stop_event.is_set():
+            return  # shutting down: no new sweep
         report = self.executor.gc(live, self.min_age, self.dry_run)
         self.last_report = report
         if not report:
