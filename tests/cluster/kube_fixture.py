@@ -34,8 +34,8 @@ def kube_cluster(tmp_path_factory):
 def kube_admin(kube_cluster):
     client = kube_testlib.api_client(kube_cluster.kubeconfig)
     kube_testlib.ensure_provider_role(client)
-    # Early, so the controller-manager's garbage collector (which picks up new resource types on
-    # a 30 s discovery resync) already watches Proxies when a test relies on OwnerReferences.
+    # Early: the controller-manager's garbage collector picks up new resource types only on its
+    # 30 s discovery resync, and the OwnerReference tests wait for it.
     kube_testlib.apply_proxy_crd(client)
     try:
         yield client
