@@ -81,7 +81,17 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
     )
     providers = {
         "installation": "bench",
-        "providers": [{"name": "k8s", "type": "kubernetes", "kubernetes": {"kubeconfig": kubeconfig}}],
+        # 10m CPU per Pod so 1000 Pods fit on the simulated node (32 CPUs; the default request is 50m).
+        "providers": [
+            {
+                "name": "k8s",
+                "type": "kubernetes",
+                "kubernetes": {
+                    "kubeconfig": kubeconfig,
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                },
+            }
+        ],
     }
     rundir = tempfile.mkdtemp(prefix="%s-%d-" % (mode, count), dir=workdir)
     proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
