@@ -317,7 +317,7 @@ def run(pm) -> dict:
     results = batch.run(
         items,
         converger.converge,
-        lambda item, exc: failure(item, exc),
+        failure,
         concurrency=int(pm.params["concurrency"]),
     )
     changed = any(r.get("changed") for r in results)

@@ -126,6 +126,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     effective_user=squid_user[0] if squid_user else "",
                     coredump_dir=".",
                     visible_hostname=name,
+                    outgoing_address=record["address"],
                 )
             )
 
@@ -266,6 +267,7 @@ class LocalProvider(contract.Provider, contract.Checker):
     def list_by_tag(self, deadline) -> list:
         out = []
         try:
+            deadline.check("list")  # a cancelled list fails even when there is nothing to list
             for name in self.store.names():
                 deadline.check("list")
                 try:
