@@ -229,8 +229,8 @@ def test_a_block_of_another_type_is_refused(demo_type):
 
 
 def test_type_allow_list_comes_from_the_registry(demo_type):
-    with pytest.raises(ConfigError, match=r"known: demo, local"):
-        config.parse(second({"name": "b", "type": "kvm"}))
+    with pytest.raises(ConfigError, match=r"known: demo, kvm, kvm2, local"):
+        config.parse(second({"name": "b", "type": "vmware"}))
     assert config.parse(second({"name": "b", "type": "demo"})).find("b").type == "demo"
 
 

@@ -158,7 +158,7 @@ def test_bad_placement_is_permanent_before_any_dial(image_server, placement_kw, 
 
 
 def test_zone_optional_with_one_host_required_with_two(image_server):
-    provider, _dialer, hosts = make(image_server)
+    provider, _dialer, _hosts1 = make(image_server)
     assert provider.create(request(zone=""), dl()).startswith("hosts/h1/")
     two, dialer, _hosts = make(image_server, hosts=("h1", "h2"))
     assert klass(lambda: two.create(request(zone=""), dl())) == errors.PERMANENT
@@ -288,7 +288,7 @@ def test_not_found_inside_create_is_transient(image_server):
 
 
 def test_cancelled_create_is_transient_and_creates_nothing(image_server):
-    provider, dialer, hosts = make(image_server)
+    provider, _dialer, hosts = make(image_server)
     assert klass(lambda: provider.create(request(), cancelled())) == errors.TRANSIENT
     assert hosts["h1"].volumes() == {} and hosts["h1"].domains == {}
 
@@ -414,7 +414,7 @@ def test_delete_refuses_a_domain_that_is_not_ours(image_server):
 
 
 def test_cancelled_delete_keeps_the_instance(image_server):
-    provider, _dialer, hosts = make(image_server)
+    provider, _dialer, _hosts = make(image_server)
     provider_id = provider.create(request(), dl())
     assert klass(lambda: provider.delete(provider_id, cancelled())) == errors.TRANSIENT
     assert provider.get(provider_id, dl()).uid == "uid-1"
@@ -646,7 +646,7 @@ def test_check_returns_promptly_when_expired(image_server):
 
 def test_cloud_init_and_image_bodies_never_logged(image_server, caplog):
     sentinel = "SENTINEL-never-logged"
-    provider, _dialer, hosts = make(image_server)
+    provider, _dialer, _hosts = make(image_server)
     caplog.set_level(logging.DEBUG, logger="crawl.egress_proxies.providers.libvirt")
     req = request(cloud_init="#cloud-config\nsecret: %s\n" % sentinel)
     provider_id = provider.create(req, dl())
