@@ -52,7 +52,6 @@ class LibvirtContractBackend:
             "hosts/HV1/domains/proxy-a",
             "hosts/hv1/domains/Proxy-A",
             "hosts/hv1/domains/proxy-a\n",
-            "hosts/not-configured/domains/proxy-a",
             "local/proxy-a",
         ]
 
@@ -82,10 +81,14 @@ class LibvirtContractBackend:
         parsed = config.parse(
             {
                 "installation": installation or self.installation,
-                "providers": [{"name": PROVIDER_NAME, "type": self.type_name, self.type_name: self.block(**overrides)}],
+                "providers": [
+                    {"name": PROVIDER_NAME, "type": self.type_name, self.type_name: self.block(**overrides)}
+                ],
             }
         )
-        provider = registry.build(parsed.providers[0], parsed.installation, self.telemetry if telemetry is None else telemetry)
+        provider = registry.build(
+            parsed.providers[0], parsed.installation, self.telemetry if telemetry is None else telemetry
+        )
         self._built.append(provider)
         return provider
 

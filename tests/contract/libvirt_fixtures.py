@@ -4,13 +4,12 @@ the first fixture use starts it, the last session finalizer stops it."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 
 import pytest
+from fakes.image_server import ImageServer
 
 from contract.libvirt_host import LibvirtHost, make_image
-from fakes.image_server import ImageServer
 
 _shared = {"host": None, "images": None, "users": 0}
 
@@ -58,7 +57,3 @@ def libvirt_host(request):
 @pytest.fixture(scope="session")
 def image_host(libvirt_host):
     return _shared["images"]
-
-
-def domain_type() -> str:
-    return os.environ.get("EGRESS_TEST_DOMAIN_TYPE", "")

@@ -152,7 +152,9 @@ class LibvirtHost:
         self._start_libvirtd()
         self.remove_test_domains()
         self.direct().storagePoolCreateXML(
-            "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>" % (self.pool, self.pool_dir), 0
+            "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>"
+            % (self.pool, self.pool_dir),
+            0,
         )
         self._make_keys()
         self.start_sshd()
@@ -214,7 +216,18 @@ class LibvirtHost:
     def _make_keys(self) -> None:
         for name in ("host_key", "client_key", "other_key"):
             subprocess.run(
-                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", os.path.join(self.ssh_dir, name)],
+                [
+                    "ssh-keygen",
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    name,
+                    "-f",
+                    os.path.join(self.ssh_dir, name),
+                ],
                 check=True,
             )
         shutil.copy(self.key + ".pub", os.path.join(self.ssh_dir, "authorized_keys"))
@@ -241,7 +254,11 @@ class LibvirtHost:
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
                 "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n"
                 "MaxStartups 100\nMaxSessions 100\nLogLevel INFO\n"
-                % (self.sshd_port, os.path.join(self.ssh_dir, "host_key"), os.path.join(self.ssh_dir, "authorized_keys"))
+                % (
+                    self.sshd_port,
+                    os.path.join(self.ssh_dir, "host_key"),
+                    os.path.join(self.ssh_dir, "authorized_keys"),
+                )
             )
         with open(self.sshd_log, "ab") as out:
             self._sshd = subprocess.Popen(

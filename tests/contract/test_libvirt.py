@@ -120,7 +120,9 @@ def test_sshd_stopped_mid_create_is_transient_leaks_nothing_and_retries(backend,
     image_host.server.files[path] = image_host.data
     sent, release = threading.Event(), threading.Event()
     image_host.server.hold[path] = (len(image_host.data) // 2, sent, release)
-    provider = backend.build(images={"held": {"url": image_host.server.url(path), "sha256": image_host.sha256}})
+    provider = backend.build(
+        images={"held": {"url": image_host.server.url(path), "sha256": image_host.sha256}}
+    )
     req = backend.request(str(uuid.uuid4()), image="held")
     outcome = {}
 
@@ -192,7 +194,9 @@ def test_download_cut_off_is_transient_unmarked_and_retried_cleanly(backend, ima
     path = "/cut-%s.qcow2" % uuid.uuid4().hex[:8]
     image_host.server.files[path] = image_host.data
     image_host.server.cut[path] = len(image_host.data) // 3
-    provider = backend.build(images={"cut": {"url": image_host.server.url(path), "sha256": image_host.sha256}})
+    provider = backend.build(
+        images={"cut": {"url": image_host.server.url(path), "sha256": image_host.sha256}}
+    )
     req = backend.request(str(uuid.uuid4()), image="cut")
     assert klass(lambda: provider.create(req, dl())) == errors.TRANSIENT
     assert "egress-image-cut.sha256" not in backend.host.volumes()
@@ -201,6 +205,14 @@ def test_download_cut_off_is_transient_unmarked_and_retried_cleanly(backend, ima
     assert {"egress-image-cut", "egress-image-cut.sha256"} <= set(backend.host.volumes())
     assert image_host.server.requests[path] == 2
     provider.delete(provider_id, dl())
+
+
+def test_host_removed_from_config_get_permanent_delete_succeeds(backend):
+    """Blueprint §2: Get can never resolve it (Permanent); Delete has nothing it could reach and
+    succeeds, so a Proxy on a decommissioned host can be released (a documented GC blind spot)."""
+    gone = "hosts/decommissioned/domains/proxy-aaaaaaaaaaaaaaaa"
+    assert klass(lambda: backend.provider.get(gone, dl())) == errors.PERMANENT
+    backend.provider.delete(gone, dl())
 
 
 def test_check_reports_host_details(backend):

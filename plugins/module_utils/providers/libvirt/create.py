@@ -149,22 +149,24 @@ def precheck(conn, host, config, machine, image_bytes: int) -> None:
 def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> None:
     """The domain does not exist: make everything, in the order the module docstring gives."""
     config, type_name, pool = provider.config, provider.type_name, p.host.pool
-    cached = image.is_cached(conn, pool, p.image)
-    response, length = (None, 0) if cached else image.open_download(p.image, provider.budgets.http)
-    try:
-        precheck(conn, p.host, config, p.machine, length)
-        created_at = metadata.now()
-        write_volume(
-            conn,
-            pool,
-            ids.marks_volume(req.name, type_name),
-            metadata.volume_json(type_name, req.name, req.uid, created_at, provider.installation),
-        )
-        if response is not None:
-            image.fill(conn, pool, p.image, response, length, deadline, provider.budgets)
-    finally:
-        if response is not None:
-            response.close()
+    # One download per host and image inside a run: a batch creates many instances at once.
+    with provider.locked("image %s %s" % (p.host.name, p.image.key), deadline):
+        cached = image.is_cached(conn, pool, p.image)
+        response, length = (None, 0) if cached else image.open_download(p.image, provider.budgets.http)
+        try:
+            precheck(conn, p.host, config, p.machine, length)
+            created_at = metadata.now()
+            write_volume(
+                conn,
+                pool,
+                ids.marks_volume(req.name, type_name),
+                metadata.volume_json(type_name, req.name, req.uid, created_at, provider.installation),
+            )
+            if response is not None:
+                image.fill(conn, pool, p.image, response, length, deadline, provider.budgets)
+        finally:
+            if response is not None:
+                response.close()
     base_path = conn.volume_path(pool, p.image.volume)
     overlay = ids.overlay_volume(req.name, type_name)
     ensure_overlay(conn, pool, overlay, config.disk_size_gb, base_path, p.image.format)

@@ -14,10 +14,12 @@ delete of one name inside a module run (a batch runs items in threads).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     check,
@@ -74,14 +76,17 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         with self._locks_guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def _locked(self, key: str, deadline):
+    @contextlib.contextmanager
+    def locked(self, key: str, deadline):
+        """An in-process lock per key (an instance, or a host's image), waited for within the deadline."""
         lock = self._lock(key)
         if not lock.acquire(timeout=deadline.budget(3600.0)):
             deadline.check("wait for %s" % key)
-            raise errors.transient(
-                "create", self.name, key, "timed out waiting for another operation on %s" % key
-            )
-        return lock
+            raise DeadlineExceeded("timed out waiting for another operation on %s" % key)
+        try:
+            yield
+        finally:
+            lock.release()
 
     def _parse(self, op: str, provider_id: str):
         try:
@@ -112,23 +117,22 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             raise self._fail("create", req.name, exc) from exc
         provider_id = ids.format_id(plan.host.name, req.name)
         log.debug("provider=%s op=create host=%s request=%s", self.name, plan.host.name, req.describe())
-        lock = None
         try:
-            lock = self._locked(provider_id, deadline)
-            conn = self.hosts.get(plan.host, deadline)
-            try:
-                conn.domain_state(req.name)
-                exists = True
-            except Exception as exc:
-                if getattr(exc, "code", None) != backend.ERR_NO_DOMAIN:
-                    raise
-                exists = False
-            if exists:
-                create.adopt(conn, self.type_name, req, deadline)
-                outcome = "adopted"
-            else:
-                create.build(self, conn, plan, req, deadline)
-                outcome = "created"
+            with self.locked(provider_id, deadline):
+                conn = self.hosts.get(plan.host, deadline)
+                try:
+                    conn.domain_state(req.name)
+                    exists = True
+                except backend.LibvirtCallError as exc:
+                    if exc.code != backend.ERR_NO_DOMAIN:
+                        raise
+                    exists = False
+                if exists:
+                    create.adopt(conn, self.type_name, req, deadline)
+                    outcome = "adopted"
+                else:
+                    create.build(self, conn, plan, req, deadline)
+                    outcome = "created"
         except Exception as exc:
             err = self._fail("create", provider_id, exc)
             log.info(
@@ -140,9 +144,6 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 exc,
             )
             raise err from exc
-        finally:
-            if lock is not None:
-                lock.release()
         log.info(
             "provider=%s op=create host=%s name=%s domain ensured running (%s)",
             self.name,
@@ -177,18 +178,14 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 host_name,
             )
             return
-        lock = None
         try:
-            lock = self._locked(provider_id, deadline)
-            conn = self.hosts.get(host, deadline)
-            had_domain = remove.remove_domain(conn, name, self.type_name)
-            volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
-            remove.verify_gone(conn, host.pool, name, self.type_name)
+            with self.locked(provider_id, deadline):
+                conn = self.hosts.get(host, deadline)
+                had_domain = remove.remove_domain(conn, name, self.type_name)
+                volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
+                remove.verify_gone(conn, host.pool, name, self.type_name)
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
-        finally:
-            if lock is not None:
-                lock.release()
         log.info(
             "provider=%s op=delete host=%s name=%s domain deleted (domain=%s volumes=%d)",
             self.name,
