@@ -657,3 +657,24 @@ def test_cloud_init_and_image_bodies_never_logged(image_server, caplog):
     assert "cloud_init_bytes" in caplog.text
     assert sentinel not in caplog.text
     assert repr(IMAGE[:32])[2:-1] not in caplog.text
+
+
+def test_concurrent_creates_share_one_download_and_one_dial(image_server):
+    provider, dialer, hosts = make(image_server)
+    errors_seen = []
+
+    def create(n):
+        try:
+            provider.create(request("c%d" % n), dl())
+        except Exception as exc:
+            errors_seen.append(exc)
+
+    workers = [threading.Thread(target=create, args=(n,)) for n in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert errors_seen == []
+    assert image_server.requests["/tiny.qcow2"] == 1
+    assert len(hosts["h1"].domains) == 8
+    assert dialer.dials == ["h1"]
