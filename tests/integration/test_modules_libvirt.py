@@ -62,6 +62,8 @@ def test_lifecycle_through_the_modules(tmp_path, hv):
     )
     assert run.rc == 0, run.stdout[-3000:]
     created = run["create"]["instance"]
+    for task in ("create", "again", "info", "check"):
+        print(task, [(r["op"], r["duration_seconds"]) for r in run[task].get("telemetry", [])])
     assert run["create"]["changed"] is True and run["again"]["changed"] is False
     assert created["id"].startswith("hosts/hv1/domains/proxy-") and created["uid"] == uid
     assert created["state"] == "Provisioning"  # the test image boots nothing: no address
@@ -108,6 +110,7 @@ def test_batch_of_twenty_on_one_host_dials_once(tmp_path, hv):
     assert run.rc == 0, run.stdout[-3000:]
     create_dials = harness.host.ssh_logins() - logins
     results = run["create"]["results"]
+    print(sorted((r["op"], round(r["duration_seconds"], 2)) for r in run["create"]["telemetry"]))
     assert [r["uid"] for r in results] == uids
     assert all(not r["failed"] and r["state"] == "Provisioning" for r in results), results
     running = [d.name() for d in harness.host.direct().listAllDomains(0) if d.isActive()]
