@@ -14,15 +14,19 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import contra
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids
+from contract import libvirt_fixtures
 from contract.libvirt_backend import LibvirtContractBackend
-from contract.libvirt_fixtures import image_host, libvirt_host  # noqa: F401 - fixtures
 from contract.suite import ContractSuite
 
 pytestmark = pytest.mark.libvirt
 
+# The shared hypervisor fixtures (one host per test process).
+libvirt_host = libvirt_fixtures.libvirt_host
+image_host = libvirt_fixtures.image_host
+
 
 @pytest.fixture
-def backend(libvirt_host, image_host):  # noqa: F811
+def backend(libvirt_host, image_host):
     harness = LibvirtContractBackend(libvirt_host, image_host)
     try:
         yield harness
@@ -114,7 +118,7 @@ def test_volumes_left_without_a_domain_are_listed_and_collected(backend):
 # -- faults ----------------------------------------------------------------------------------
 
 
-def test_sshd_stopped_mid_create_is_transient_leaks_nothing_and_retries(backend, image_host):  # noqa: F811
+def test_sshd_stopped_mid_create_is_transient_leaks_nothing_and_retries(backend, image_host):
     """The image download is held half-sent while sshd (and the provider's session) dies."""
     path = "/held-%s.qcow2" % uuid.uuid4().hex[:8]
     image_host.server.files[path] = image_host.data
@@ -181,7 +185,7 @@ def test_pool_too_small_is_quota_exceeded_before_anything_is_created(backend):
     assert [d.name() for d in backend.host.direct().listAllDomains(0) if d.name() == req.name] == []
 
 
-def test_sha256_mismatch_is_permanent_and_caches_nothing(backend, image_host):  # noqa: F811
+def test_sha256_mismatch_is_permanent_and_caches_nothing(backend, image_host):
     provider = backend.build(images={"bad": {"url": image_host.url, "sha256": "0" * 64}})
     req = backend.request(str(uuid.uuid4()), image="bad")
     assert klass(lambda: provider.create(req, dl())) == errors.PERMANENT
@@ -190,7 +194,7 @@ def test_sha256_mismatch_is_permanent_and_caches_nothing(backend, image_host):  
     assert [d for d in backend.host.direct().listAllDomains(0) if d.name() == req.name] == []
 
 
-def test_download_cut_off_is_transient_unmarked_and_retried_cleanly(backend, image_host):  # noqa: F811
+def test_download_cut_off_is_transient_unmarked_and_retried_cleanly(backend, image_host):
     path = "/cut-%s.qcow2" % uuid.uuid4().hex[:8]
     image_host.server.files[path] = image_host.data
     image_host.server.cut[path] = len(image_host.data) // 3

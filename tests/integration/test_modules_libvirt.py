@@ -13,12 +13,16 @@ import time
 import uuid
 
 import pytest
+from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME, LibvirtContractBackend
-from contract.libvirt_fixtures import image_host, libvirt_host  # noqa: F401 - fixtures
 
 from .playbook import run_playbook
 
 pytestmark = [pytest.mark.libvirt, pytest.mark.playbook]
+
+# The shared hypervisor fixtures (one host per test process).
+libvirt_host = libvirt_fixtures.libvirt_host
+image_host = libvirt_fixtures.image_host
 
 PI = "crawl.egress_proxies.proxy_instance"
 INFO = "crawl.egress_proxies.proxy_info"
@@ -28,7 +32,7 @@ PLACEMENT = {"zone": HOST_NAME, "machine_type": "tiny", "image": "base"}
 
 
 @pytest.fixture
-def hv(libvirt_host, image_host):  # noqa: F811
+def hv(libvirt_host, image_host):
     """Module defaults for a kvm2 provider ``hv`` on the test hypervisor; a harness behind it
     deletes whatever its installation left at teardown."""
     harness = LibvirtContractBackend(libvirt_host, image_host)
@@ -146,7 +150,7 @@ def test_batch_of_twenty_on_one_host_dials_once(tmp_path, hv):
 
 def test_gc_collects_orphans_and_volumes_left_without_a_domain(tmp_path, hv):
     harness, defaults = hv
-    live, orphan, stray = (str(uuid.uuid4()) for _ in range(3))
+    live, orphan, stray = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
     run = run_playbook(
         tmp_path,
         [

@@ -94,7 +94,7 @@ def test_second_instance_reuses_the_cached_image(image_server):
     provider.create(request("a"), dl())
     provider.create(request("b"), dl())
     assert image_server.requests["/tiny.qcow2"] == 1
-    assert len([d for d in hosts["h1"].domains]) == 2
+    assert len(hosts["h1"].domains) == 2
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,9 @@ import dataclasses
 import hashlib
 import logging
 import urllib.error
-import urllib.request
+
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import SSLValidationError, open_url
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
@@ -93,13 +95,16 @@ def is_cached(conn, pool: str, image: Image) -> bool:
 
 def open_download(image: Image, timeout: float):
     """``(response, length)``; the body is read later, after the space precheck."""
-    request = urllib.request.Request(image.url, headers={"User-Agent": "crawl.egress_proxies"})
     try:
-        response = urllib.request.urlopen(request, timeout=timeout)
+        response = open_url(
+            image.url, timeout=timeout, http_agent="crawl.egress_proxies", follow_redirects="safe"
+        )
     except urllib.error.HTTPError as exc:
         kind = Transient if exc.code == 429 or exc.code >= 500 else Permanent
         raise kind("image download %s: HTTP %d %s" % (image.url, exc.code, exc.reason)) from None
-    except (urllib.error.URLError, OSError) as exc:
+    except SSLValidationError as exc:
+        raise Permanent("image download %s: TLS certificate not trusted: %s" % (image.url, exc)) from None
+    except (urllib.error.URLError, OSError, UrlsConnectionError) as exc:
         raise Transient("image download %s failed: %s" % (image.url, getattr(exc, "reason", exc))) from None
     length = response.headers.get("Content-Length")
     if not length or not length.isdigit() or int(length) <= 0:
