@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: one ``proxy_instance`` batch of N against a loop of N single-instance tasks.
 
 Both sides create N real local proxies (Squid processes), wait until each serves, then delete
