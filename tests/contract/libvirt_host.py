@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import grp
 import hashlib
 import os
@@ -139,6 +140,7 @@ class LibvirtHost:
         self._virtlogd = None
         self._sshd = None
         self._conn = None
+        self._started = time.time()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -173,12 +175,21 @@ class LibvirtHost:
             self.stop_sshd()
             _stop(self._libvirtd)
             _stop(self._virtlogd)
+            self._remove_domain_logs()
         finally:
             shutil.rmtree(self.base, ignore_errors=True)
             if self._lock is not None:
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
                 self._lock.close()
                 self._lock = None
+
+    def _remove_domain_logs(self) -> None:
+        """virtlogd keeps one log per domain under /var/log/libvirt/qemu: remove those of the
+        test domains (instance names start with ``proxy-``) written since this host started."""
+        for path in glob.glob("/var/log/libvirt/qemu/proxy-*.log*"):
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_mtime >= self._started - 1:
+                    os.unlink(path)
 
     def _start_virtlogd(self) -> None:
         if _connectable_unix(VIRTLOGD_SOCKET):
