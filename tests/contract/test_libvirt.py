@@ -169,6 +169,23 @@ def test_wrong_host_key_is_permanent(backend):
     assert instance_volumes(backend.host, req.name) == []
 
 
+def test_fixed_known_hosts_is_picked_up_without_restart(backend, tmp_path):
+    """The key and known_hosts are read on every dial: fixing the file fixes the same provider."""
+    known = tmp_path / "known_hosts"
+    known.write_text(backend.host.known_hosts_line("other_key"))
+    provider = backend.build(knownHostsFile=str(known))
+    assert klass(lambda: provider.list_by_tag(dl())) == errors.PERMANENT
+    known.write_text(backend.host.known_hosts_line("host_key"))
+    assert provider.list_by_tag(dl()) == []
+
+
+def test_insecure_ignore_host_key_connects_and_warns(backend, caplog):
+    with caplog.at_level("WARNING"):
+        provider = backend.build(knownHostsFile="", insecureIgnoreHostKey=True)
+    assert "insecureIgnoreHostKey" in caplog.text
+    assert provider.list_by_tag(dl()) == []
+
+
 def test_unknown_key_is_permanent(backend):
     provider = backend.build(sshKeyFile=backend.host.key.replace("client_key", "other_key"))
     assert klass(lambda: provider.list_by_tag(dl())) == errors.PERMANENT
