@@ -10,7 +10,7 @@ python=${PYTHON:-python3}
 
 say() { printf '==> %s\n' "$*"; }
 
-apt_packages=(squid curl rsync git)
+apt_packages=(squid curl rsync git python3-venv)
 # libvirt-python (requirements.txt) builds from source against libvirt's headers.
 apt_packages+=(gcc pkg-config libvirt-dev)
 # The kvm/kvm2 tests run a real libvirtd + virtlogd + qemu, reached over a real sshd (with nc

@@ -20,6 +20,9 @@ from .reconciler import Proxy, Reconciler
 
 log = logging.getLogger("egress_proxies_controller.manager")
 COMPONENT = "egress-proxies-controller"
+# Fault injection for the crash-safety tests: "after-create" (or -get, -delete) makes the process
+# die with SIGKILL's exit status right after such a call succeeded, before any status write.
+FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 
 
 def configured_provider_names(path: str) -> list:
@@ -75,7 +78,7 @@ class Manager:
         names = configured_provider_names(self.providers_file)
         self.reconciler = Reconciler(self.settings, names)
         log.info("providers file %s: providers %s", self.providers_file, ", ".join(names) or "none")
-        for key in self.informer.keys():  # noqa: SIM118 - a method, not a dict; a provider may have appeared: release latched Proxies
+        for key in self.informer.cache_keys():  # a provider may have appeared: release latched Proxies
             self.queue.add(key)
 
     # -- loop --------------------------------------------------------------------------
@@ -130,6 +133,7 @@ class Manager:
         if not actions:
             return
         answers = self.executor.execute(actions, self._create_fields)
+        self._maybe_crash(actions, answers)
         for key, action in actions.items():
             answer = answers.get(key) or rec.Answer(ok=False, error_class=rec.TRANSIENT, message="no answer")
             obj = self.informer.get(key)
@@ -149,6 +153,16 @@ class Manager:
                 self.queue.add(key)
             else:
                 self._finish(key, step)
+
+    @staticmethod
+    def _maybe_crash(actions: dict, answers: dict) -> None:
+        fault = os.environ.get(FAULT_ENV, "")
+        if not fault.startswith("after-"):
+            return
+        op = fault[len("after-") :]
+        if any(a.op == op and answers.get(k) is not None and answers[k].ok for k, a in actions.items()):
+            log.error("fault injection %s: dying before the status write", fault)
+            os._exit(137)
 
     def _finish(self, key: str, step: rec.Step) -> None:
         self.queue.done(key)

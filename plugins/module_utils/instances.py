@@ -23,7 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common i
     STATE_PRESENT,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 ABSENT = "absent"
 POLL_INTERVAL_SECONDS = 1.0

@@ -188,9 +188,15 @@ def kubeconfig_text(server: str, ca_path: str, user: dict, name: str = "egress-t
 class ControlPlane:
     """The processes of one test cluster, all under ``directory``."""
 
-    def __init__(self, directory: str, bindir: str | None = None):
+    def __init__(
+        self, directory: str, bindir: str | None = None, *, max_pods: int = 110, pod_cidr_prefix: int = 24
+    ):
+        """``max_pods`` and ``pod_cidr_prefix`` size the kwok node: the defaults suit the tests;
+        the controller benchmark raises them to fit 1000 Pods (a /21 holds 2046 addresses)."""
         self.dir = os.path.abspath(directory)
         self.bindir = bindir
+        self.max_pods = max_pods
+        self.pod_cidr_prefix = pod_cidr_prefix
         self.procs: dict = {}
         self.server = ""
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
@@ -346,7 +352,9 @@ class ControlPlane:
 
         # The simulated node, created before kwok so kwok picks it up at once. No taint: any Pod
         # may schedule on it. Its podCIDR is a random loopback range, where kwok draws Pod IPs.
-        self.pod_cidr = "127.%d.%d.0/24" % (random.randint(100, 250), random.randint(0, 255))
+        block = 2 ** max(0, 24 - self.pod_cidr_prefix)  # /24s in the range, aligned
+        third = random.randrange(0, 256, block) if block <= 256 else 0
+        self.pod_cidr = "127.%d.%d.0/%d" % (random.randint(100, 250), third, self.pod_cidr_prefix)
         self.request(
             "POST",
             "/api/v1/nodes",
@@ -364,8 +372,8 @@ class ControlPlane:
                 },
                 "spec": {"podCIDR": self.pod_cidr, "podCIDRs": [self.pod_cidr]},
                 "status": {
-                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": str(self.max_pods)},
+                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": str(self.max_pods)},
                 },
             },
         )

@@ -423,7 +423,7 @@ def test_deployment_command_probes_resources_env():
     assert spec["replicas"] == 1
     (container,) = spec["template"]["spec"]["containers"]
     assert container["image"] == "egress-proxies-controller:latest"
-    assert container["command"] == ["python", "-m", "egress_proxies_controller"]
+    assert container["command"] == ["/usr/bin/tini", "--", "python", "-m", "egress_proxies_controller"]
     assert container["args"] == [
         "--providers-file=/etc/egress-proxies/providers.yaml",
         "--metrics-addr=:8080",

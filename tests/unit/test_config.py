@@ -50,7 +50,11 @@ BAD = [
         "providers[1].name: duplicate provider name 'a' (also providers[0])",
     ),
     ("unknown type", second({"name": "b", "type": "gce"}), "providers[1].type: unknown provider type 'gce'"),
-    ("missing type", second({"name": "b"}), "providers[1].type: required, one of "),
+    (
+        "missing type",
+        second({"name": "b"}),
+        "providers[1].type: required, one of " + ", ".join(registry.type_names()),
+    ),
     (
         "unknown key in entry",
         second({"name": "b", "type": "local", "zone": "x"}),
@@ -230,9 +234,9 @@ def test_a_block_of_another_type_is_refused(demo_type):
 
 def test_type_allow_list_comes_from_the_registry(demo_type):
     known = ", ".join(registry.type_names())
-    assert "demo" in known and "local" in known
-    with pytest.raises(ConfigError, match="known: %s" % known):
-        config.parse(second({"name": "b", "type": "vmware"}))
+    assert "demo" in known.split(", ")
+    with pytest.raises(ConfigError, match=r"known: %s\)" % known):
+        config.parse(second({"name": "b", "type": "no-such-type"}))
     assert config.parse(second({"name": "b", "type": "demo"})).find("b").type == "demo"
 
 
