@@ -10,11 +10,14 @@ guarded import, so a missing SDK only fails the providers of that type, with a c
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import observe
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
+    provider_type as gcp_type,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     provider_type as local_type,
 )
 
-_TYPES = {t.name: t for t in (local_type.TYPE,)}
+_TYPES = {t.name: t for t in (local_type.TYPE, gcp_type.TYPE)}
 
 
 def type_names() -> tuple:
