@@ -259,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test): nothing to answer
 
-    do_GET = do_POST = do_DELETE = do_PATCH = _serve
+    do_GET = do_POST = do_DELETE = do_PATCH = _serve  # noqa: N815 - http.server names
 
     def log_message(self, *args) -> None:  # the request log replaces stderr chatter
         pass
