@@ -60,7 +60,7 @@ def format_validation_error(exc, prefix=()) -> list:
 
 
 def check_dns_label(value: str, what: str = "value") -> str:
-    if not _DNS_LABEL.match(value or ""):
+    if not _DNS_LABEL.fullmatch(value or ""):  # fullmatch: "$" alone accepts a trailing newline
         raise ValueError(
             "%s %r must be a DNS label: lowercase letters, digits and '-', 1-63 characters, "
             "starting and ending with a letter or digit" % (what, value)

@@ -40,7 +40,7 @@ def name_from_uid(uid: str) -> str:
 
 
 def is_dns_label(value: str) -> bool:
-    return bool(_DNS_LABEL.match(value or ""))
+    return bool(_DNS_LABEL.fullmatch(value or ""))  # fullmatch: "$" alone lets "name\n" through
 
 
 def marks(uid: str, installation: str) -> dict:

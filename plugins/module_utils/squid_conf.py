@@ -23,6 +23,7 @@ class SquidSettings:
     cache_log: str = "/dev/stderr"
     access_log: str = "none"
     effective_user: str = ""
+    outgoing_address: str = ""  # source address of upstream connections: the proxy's egress IP
     coredump_dir: str = "/tmp"
     visible_hostname: str = "egress-proxy"
 
@@ -49,6 +50,8 @@ def render(settings: SquidSettings) -> str:
     ]
     if settings.effective_user:
         lines.append("cache_effective_user %s" % settings.effective_user)
+    if settings.outgoing_address:
+        lines.append("tcp_outgoing_address %s" % settings.outgoing_address)
     lines += [
         "acl allowed_src src %s" % " ".join(ranges),
         "acl SSL_ports port 443",

@@ -5,6 +5,13 @@ defines a ``backend`` fixture returning an object with this shape. The suite onl
 provider through the contract; the harness is how it reaches *behind* the provider to set up
 situations (an unmarked instance, an unknown backend state, a listing that cannot be trusted)
 and to read what really landed on the backend.
+
+Importing: ``tests/contract`` is a package (empty ``__init__.py``; pytest puts ``tests/`` on
+``sys.path``), so a provider's test file starts with
+``from contract.suite import ContractSuite``.
+
+The harness also owns cleanup behind the provider's back: at teardown it removes whatever the
+test left (instances, processes, files) by their own ids, never by name patterns.
 """
 
 from __future__ import annotations
@@ -13,11 +20,16 @@ import contextlib
 from typing import Protocol
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Provider
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.observe import Telemetry
 
 
 class Backend(Protocol):
-    #: the provider under test, built with ``registry.build`` (so it is observed like in production)
+    #: the provider under test, built with ``registry.build`` (so it is observed like in production);
+    #: its configured name must differ from its type name, so the suite can tell which one an
+    #: error carries
     provider: Provider
+    #: the ``Telemetry`` the provider was built with (the suite checks its records)
+    telemetry: Telemetry
     #: provider ids the provider can never resolve (wrong shape, bad separators, unknown location)
     malformed_ids: list
     #: whether instances of this backend reach Running in this test environment
@@ -41,6 +53,16 @@ class Backend(Protocol):
 
     def break_listing(self) -> contextlib.AbstractContextManager:
         """While active, the provider cannot vouch for a complete list (its list must fail)."""
+
+    def another_provider(self, installation: str | None = None) -> Provider:
+        """A second, freshly built provider for the same config (same backend), with the given
+        installation id (default: the same). It shares no memory with ``provider``: the suite uses
+        it to prove ids are self-contained, values are read back from the backend, and that an
+        installation never lists another's instances."""
+
+    def leftovers(self, provider_id: str) -> list:
+        """Human-readable descriptions of what ``create`` made for ``provider_id`` that still
+        exists on the backend (instance, processes, disks, files...); empty once fully deleted."""
 
     def captured_output(self) -> str:
         """Everything the backend side logged or stored as text during the test (for the

@@ -102,6 +102,12 @@ def start(squid_binary: str, instance_dir: str, instance_name: str) -> int:
             cwd=instance_dir,
         )
     _children[child.pid] = child
+    # Popen can return while the kernel is still finishing the exec: /proc/<pid>/cmdline reads
+    # empty for a moment, and status() would call the starting Squid dead (get: Stopped;
+    # delete: nothing to stop, so Squid outlived its directory). Wait until it shows the conf.
+    end = time.monotonic() + 2.0
+    while conf not in _cmdline(child.pid) and child.poll() is None and time.monotonic() < end:
+        time.sleep(0.005)
     stat = _proc_stat(child.pid)
     record = {"pid": child.pid, "startTicks": stat[1] if stat else None, "startedAt": time.time()}
     tmp = os.path.join(instance_dir, PROCESS_RECORD + ".tmp")

@@ -112,19 +112,21 @@ class LocalProvider(contract.Provider, contract.Checker):
         return found
 
     def _files(self, name: str, squid_user):
-        directory = self.store.path(name)
-
+        # Paths are relative to Squid's working directory, the instance directory: Squid opens
+        # its logs after dropping to the ``proxy`` user, who may not be able to traverse
+        # stateDir's ancestors (a 0700 parent such as pytest's tmp_path or a home directory).
         def squid_conf(record):
             return render(
                 SquidSettings(
                     listen="%s:%d" % (record["address"], record["port"]),
                     allowed=tuple(self.config.allowed_source_ranges),
                     pid_file="none",
-                    cache_log=os.path.join(directory, "cache.log"),
-                    access_log=os.path.join(directory, "access.log"),
+                    cache_log="cache.log",
+                    access_log="access.log",
                     effective_user=squid_user[0] if squid_user else "",
-                    coredump_dir=directory,
+                    coredump_dir=".",
                     visible_hostname=name,
+                    outgoing_address=record["address"],
                 )
             )
 
@@ -265,6 +267,7 @@ class LocalProvider(contract.Provider, contract.Checker):
     def list_by_tag(self, deadline) -> list:
         out = []
         try:
+            deadline.check("list")  # a cancelled list fails even when there is nothing to list
             for name in self.store.names():
                 deadline.check("list")
                 try:

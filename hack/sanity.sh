@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Runs `ansible-test sanity` (every default test) on the collection, for Python 3.11 only.
+# Called by `make sanity` (part of `make test`); exits non-zero on any failure.
+#
+# Why the copy: ansible-test only accepts a collection that sits at a physical path
+# .../ansible_collections/crawl/egress_proxies (a symlink resolves back to the repository and is
+# refused), so the tracked and untracked-but-not-ignored files are copied into a temporary tree
+# of that shape, which is removed afterwards. A fresh `git init` there gives ansible-test a
+# repository of its own to list files from (otherwise the enclosing repository would be found
+# and every path would be wrong, or the ignored .venv and tests/output trees would be scanned).
+#
+# Why --venv: every sanity test gets its own virtualenv with ansible-test's exact pins (pylint,
+# yamllint, voluptuous, ...), cached under ~/.ansible/test/venv and built from the package
+# registry with pip the first time (a few minutes), so nothing is added to .venv and the tools
+# never conflict with ansible-lint's. Those virtualenvs are created without pip and ansible-test
+# bootstraps pip from a get-pip script it downloads from its own CI file host, which is not a
+# package registry and is unreachable here; so this script provides that bootstrap itself (see
+# provide_pip_bootstrap): it fetches the exact pip wheel with pip and drops a small stand-in for
+# get-pip into ansible-test's documented cache path. An existing genuine script is left alone.
+#
+# Tests: all default tests run; none is skipped with --skip-test. ansible-test itself reports
+# as skipped the ones that have nothing to check in this collection: pslint (no PowerShell
+# files), changelog (no changelogs/ directory) and action-plugin-docs (no action plugins).
+# ansible-test only warns and passes when the shellcheck program is missing, so this script
+# installs it (Debian package) or fails: the shell scripts in hack/ and .ci/ must be checked.
+#
+# Environment: VENV (default .venv), SANITY_ARGS (extra ansible-test arguments, e.g.
+# "--test pylint"), SANITY_KEEP=1 keeps the temporary tree for inspection.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${VENV:-$root/.venv}
+python_version=3.11
+started=$(date +%s)
+
+say() { printf '==> sanity: %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
+
+[ -x "$venv/bin/ansible-test" ] || {
+  echo "sanity: $venv/bin/ansible-test not found; run hack/bootstrap.sh test first" >&2
+  exit 2
+}
+export PATH="$venv/bin:$PATH"
+
+# ansible-test's pip bootstrap for its managed virtualenvs (see the header for why).
+provide_pip_bootstrap() {
+  local pip_version cache script wheel
+  pip_version=$("$venv/bin/python" - <<'EOF'
+from ansible_test._internal.python_requirements import get_venv_packages
+
+
+class Python:
+    version = "3.11"
+
+
+print(get_venv_packages(Python())["pip"])
+EOF
+)
+  cache="$HOME/.ansible/test/cache"
+  script="$cache/get_pip_${pip_version//./_}.py"
+  if [ -s "$script" ]; then
+    return
+  fi
+  mkdir -p "$cache"
+  wheel=$(find "$cache" -maxdepth 1 -name "pip-${pip_version}-py3-none-any.whl" | head -n 1)
+  if [ -z "$wheel" ]; then
+    say "fetching pip $pip_version for ansible-test's virtualenvs"
+    "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --dest "$cache" "pip==$pip_version"
+    wheel="$cache/pip-${pip_version}-py3-none-any.whl"
+  fi
+  cat >"$script.tmp" <<EOF
+# Stand-in for get-pip.py ${pip_version}, written by egress-proxies' hack/sanity.sh: runs pip from
+# its wheel to install the requested packages into an empty virtualenv, as get-pip.py does.
+import sys
+
+sys.path.insert(0, "${wheel}")
+from pip._internal.cli.main import main  # noqa: E402
+
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(main(["install", "--upgrade", "--force-reinstall", *args]))
+EOF
+  mv "$script.tmp" "$script"
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/egress-proxies-sanity.XXXXXX")
+if [ "${SANITY_KEEP:-0}" = 1 ]; then
+  trap 'echo "sanity: kept $work" >&2' EXIT
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+
+collection="$work/ansible_collections/crawl/egress_proxies"
+mkdir -p "$collection"
+say "copying the collection to $collection"
+(cd "$root" && git ls-files -z -co --exclude-standard) |
+  rsync -a --from0 --ignore-missing-args --files-from=- "$root/" "$collection/"
+(
+  cd "$collection"
+  git init -q
+  git add -A
+  git -c user.name=sanity -c user.email=sanity@localhost.invalid commit -q -m sanity --no-verify
+)
+
+if ! command -v shellcheck >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing shellcheck (Debian package) for the shellcheck sanity test"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 \
+      --no-install-recommends shellcheck >/dev/null
+  else
+    echo "sanity: the shellcheck program is required (apt-get install shellcheck)" >&2
+    exit 2
+  fi
+fi
+
+provide_pip_bootstrap
+
+say "ansible-test sanity --python $python_version --venv"
+cd "$collection"
+status=0
+# shellcheck disable=SC2086  # SANITY_ARGS is a list of words on purpose
+ansible-test sanity --venv --requirements --python "$python_version" --color no \
+  ${SANITY_ARGS:-} || status=$?
+if [ "$status" -eq 0 ]; then
+  say "passed"
+else
+  say "FAILED (exit $status)"
+fi
+exit "$status"

@@ -1,0 +1,50 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Argument specs shared by every module; kept in step with plugins/doc_fragments/providers.py."""
+
+from __future__ import annotations
+
+PROVIDERS_ARGS = {
+    "providers_file": {"type": "path"},
+    "providers": {"type": "list", "elements": "dict"},
+    "installation": {"type": "str"},
+    "timeout": {"type": "float", "default": 120.0},
+    "concurrency": {"type": "int", "default": 16},
+}
+
+PROVIDERS_MUTUALLY_EXCLUSIVE = [("providers_file", "providers")]
+
+PLACEMENT_OPTIONS = {
+    "region": {"type": "str"},
+    "zone": {"type": "str"},
+    "machine_type": {"type": "str"},
+    "image": {"type": "str"},
+}
+
+STATE_PRESENT = "present"
+STATE_ABSENT = "absent"
+
+# The per-instance fields of proxy_instance: accepted at the top level (a single instance, or
+# defaults for every batch item) and inside each ``instances`` item. No defaults here, so an
+# item can tell "not given" (inherit the top-level value) from an explicit value.
+INSTANCE_OPTIONS = {
+    "provider": {"type": "str"},
+    "uid": {"type": "str"},
+    "name": {"type": "str"},
+    "id": {"type": "str"},
+    "namespace": {"type": "str"},
+    "proxy_name": {"type": "str"},
+    "placement": {"type": "dict", "options": PLACEMENT_OPTIONS},
+    "cloud_init": {"type": "str", "no_log": True},
+    "port": {"type": "int"},
+    "state": {"type": "str", "choices": [STATE_PRESENT, STATE_ABSENT]},
+    "wait": {"type": "bool"},
+    "wait_timeout": {"type": "float"},
+}
+
+INSTANCE_DEFAULTS = {
+    "port": 3128,
+    "state": STATE_PRESENT,
+    "wait": False,
+    "wait_timeout": 300.0,
+}

@@ -1,0 +1,341 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Desired state for proxy instances: the runner behind ``proxy_instance``.
+
+``present`` makes sure the instance exists (get, then create on NotFound; a Stopped instance
+is handed to ``create`` again, which restarts it where the backend can); ``absent`` makes sure it
+is gone (delete, also when get fails permanently, which is how an instance on a removed host
+is released). Every item of a batch is validated before anything is touched, so bad input
+changes nothing. ``changed`` is decided in one place: whether a mutating call was (or, in check
+mode, would have been) made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
+    INSTANCE_DEFAULTS,
+    INSTANCE_OPTIONS,
+    STATE_ABSENT,
+    STATE_PRESENT,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import UsageError
+
+ABSENT = "absent"
+POLL_INTERVAL_SECONDS = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Item:
+    index: int
+    where: str  # "" for the single form, "instances[3]" in a batch: used in messages
+    provider: str
+    uid: str
+    name: str
+    id: str
+    namespace: str
+    proxy_name: str
+    placement: contract.Placement
+    cloud_init: str = dataclasses.field(repr=False)
+    port: int
+    state: str
+    wait: bool
+    wait_timeout: float
+
+
+def items_from_params(params: dict, configured: tuple) -> list:
+    """Merge top-level defaults into each item and validate all of them; raise ``UsageError``."""
+    raw_items = params.get("instances")
+    top = {k: params.get(k) for k in INSTANCE_OPTIONS}
+    if raw_items is None:
+        raw = [(0, "", top)]
+    else:
+        if not raw_items:
+            raise UsageError("instances: must hold at least one item")
+        raw = [(i, "instances[%d]" % i, _merge(top, item)) for i, item in enumerate(raw_items)]
+    problems, items = [], []
+    for index, where, values in raw:
+        item = _item(index, where, values, configured, problems)
+        if item is not None:
+            items.append(item)
+    if problems:
+        raise UsageError("; ".join(problems))
+    return items
+
+
+def _merge(top: dict, item: dict) -> dict:
+    merged = dict(top)
+    for key, value in item.items():
+        if value is not None:
+            merged[key] = value
+    return merged
+
+
+def _field(where: str, name: str) -> str:
+    return "%s.%s" % (where, name) if where else name
+
+
+def _item(index, where, values, configured, problems):
+    values = dict(values)
+    for key, default in INSTANCE_DEFAULTS.items():
+        if values.get(key) is None:
+            values[key] = default
+    before = len(problems)
+    provider = values.get("provider")
+    if not provider:
+        problems.append("%s: required" % _field(where, "provider"))
+    elif provider not in configured:
+        problems.append(
+            "%s: provider %r is not configured (configured: %s)"
+            % (_field(where, "provider"), provider, ", ".join(configured) or "none")
+        )
+    uid, name, ident = values.get("uid") or "", values.get("name") or "", values.get("id") or ""
+    if values["state"] == STATE_PRESENT and not uid:
+        problems.append(
+            "%s: required when state=present (it is the instance's ownership mark)" % _field(where, "uid")
+        )
+    if values["state"] == STATE_ABSENT and not (uid or name or ident):
+        problems.append("%s: one of id, name or uid is required when state=absent" % (where or "parameters"))
+    if name and not names.is_dns_label(name):
+        problems.append("%s: %r is not a DNS label" % (_field(where, "name"), name))
+    if not 1 <= int(values["port"]) <= 65535:
+        problems.append("%s: %r is not a port (1-65535)" % (_field(where, "port"), values["port"]))
+    if float(values["wait_timeout"]) <= 0:
+        problems.append("%s: must be positive" % _field(where, "wait_timeout"))
+    if len(problems) > before:
+        return None
+    placement = values.get("placement") or {}
+    return Item(
+        index=index,
+        where=where,
+        provider=provider,
+        uid=uid,
+        name=name or (names.name_from_uid(uid) if uid else ""),
+        id=ident,
+        namespace=values.get("namespace") or "",
+        proxy_name=values.get("proxy_name") or "",
+        placement=contract.Placement(
+            region=placement.get("region") or "",
+            zone=placement.get("zone") or "",
+            machine_type=placement.get("machine_type") or "",
+            image=placement.get("image") or "",
+        ),
+        cloud_init=values.get("cloud_init") or "",
+        port=int(values["port"]),
+        state=values["state"],
+        wait=bool(values["wait"]),
+        wait_timeout=float(values["wait_timeout"]),
+    )
+
+
+def _result(item: Item, changed: bool, instance=None, provider_id: str = "", state: str = "") -> dict:
+    if instance is not None:
+        out = instance.as_dict(item.provider)
+    else:
+        out = {
+            "id": provider_id,
+            "name": item.name,
+            "uid": item.uid,
+            "state": state or ABSENT,
+            "ip": "",
+            "created_at": "",
+            "installation": "",
+            "provider": item.provider,
+        }
+    out.update(changed=changed, failed=False)
+    return out
+
+
+def failure(item: Item, exc: Exception, provider_id: str = "") -> dict:
+    """The result of an item whose provider call failed (the id is kept when one is known)."""
+    return {
+        "id": provider_id or item.id,
+        "name": item.name,
+        "uid": item.uid,
+        "provider": item.provider,
+        "state": "",
+        "changed": False,
+        "failed": True,
+        "error_class": errors.class_of(exc),
+        "msg": "%s%s" % (item.where + ": " if item.where else "", exc),
+    }
+
+
+class Converger:
+    """Converges items against providers of one ``ProxyModule``."""
+
+    def __init__(self, pm, timeout: float):
+        self.pm = pm
+        self.timeout = timeout
+
+    def converge(self, item: Item) -> dict:
+        provider = self.pm.provider(item.provider)
+        deadline = Deadline(self.timeout)
+        if item.state == STATE_PRESENT:
+            return self._present(provider, item, deadline)
+        return self._absent(provider, item, deadline)
+
+    def _request(self, item: Item) -> contract.CreateRequest:
+        return contract.CreateRequest(
+            name=item.name,
+            uid=item.uid,
+            namespace=item.namespace,
+            proxy_name=item.proxy_name,
+            placement=item.placement,
+            cloud_init=item.cloud_init,
+            port=item.port,
+        )
+
+    def _present(self, provider, item: Item, deadline) -> dict:
+        provider_id = item.id or provider.id_for(item.name, item.placement) or ""
+        existing = None
+        if provider_id:
+            try:
+                existing = provider.get(provider_id, deadline)
+            except errors.ProviderError as exc:
+                if exc.error_class != errors.NOT_FOUND:
+                    return failure(item, exc, provider_id)
+        if existing is not None:
+            if existing.uid and existing.uid != item.uid:
+                exc = errors.permanent(
+                    "create",
+                    provider.name,
+                    provider_id,
+                    "instance %s belongs to uid %s, not %s" % (existing.name, existing.uid, item.uid),
+                )
+                return failure(item, exc, provider_id)
+            if existing.state in (contract.RUNNING, contract.PROVISIONING):
+                return self._waited(provider, item, _result(item, False, existing), existing)
+        if self.pm.check_mode:
+            return _result(item, True, existing, provider_id, ABSENT if existing is None else "")
+        try:
+            provider_id = provider.create(self._request(item), deadline)
+            instance = provider.get(provider_id, deadline)
+        except errors.ProviderError as exc:
+            return failure(item, exc, provider_id)
+        return self._waited(provider, item, _result(item, True, instance), instance)
+
+    def _absent(self, provider, item: Item, deadline) -> dict:
+        provider_id = item.id or provider.id_for(item.name, item.placement) or ""
+        if not provider_id:
+            provider_id = self._find_by_name(provider, item, deadline)
+            if not provider_id:
+                return _result(item, False)
+        before = None
+        try:
+            before = provider.get(provider_id, deadline)
+        except errors.ProviderError as exc:
+            if exc.error_class == errors.NOT_FOUND:
+                return _result(item, False, provider_id=provider_id)
+            if exc.error_class != errors.PERMANENT:
+                return failure(item, exc, provider_id)
+            # Permanent (e.g. its host left the config): still try delete, which may succeed.
+        if before is not None:
+            item = dataclasses.replace(item, name=before.name, uid=before.uid)
+        if self.pm.check_mode:
+            return _result(item, True, provider_id=provider_id, state="deleting")
+        try:
+            provider.delete(provider_id, deadline)
+            try:
+                remaining = provider.get(provider_id, deadline)
+            except errors.ProviderError as exc:
+                if exc.error_class != errors.NOT_FOUND:
+                    raise
+                remaining = None
+        except errors.ProviderError as exc:
+            return failure(item, exc, provider_id)
+        result = _result(item, True, remaining, provider_id)
+        if remaining is not None and item.wait:
+            return self._wait_gone(provider, item, provider_id, result)
+        return result
+
+    def _find_by_name(self, provider, item: Item, deadline) -> str:
+        for instance in provider.list_by_tag(deadline):
+            if instance.name == item.name:
+                return instance.id
+        return ""
+
+    def _waited(self, provider, item: Item, result: dict, instance) -> dict:
+        if not item.wait or self.pm.check_mode or instance.state == contract.RUNNING:
+            return result
+        deadline = Deadline(item.wait_timeout)
+        last = instance
+        while True:
+            try:
+                deadline.sleep(POLL_INTERVAL_SECONDS)
+            except Exception:
+                break
+            try:
+                last = provider.get(instance.id, Deadline(min(self.timeout, item.wait_timeout)))
+            except errors.ProviderError as exc:
+                if exc.error_class == errors.TRANSIENT:
+                    continue
+                return dict(failure(item, exc, instance.id), changed=result["changed"])
+            if last.state == contract.RUNNING:
+                return dict(_result(item, result["changed"], last))
+            if last.state in (contract.STOPPED, contract.TERMINATED):
+                break
+        exc = errors.transient(
+            "get",
+            provider.name,
+            instance.id,
+            "instance did not reach Running within %gs (last state %s)" % (item.wait_timeout, last.state),
+        )
+        return dict(failure(item, exc, instance.id), changed=result["changed"], state=last.state)
+
+    def _wait_gone(self, provider, item: Item, provider_id: str, result: dict) -> dict:
+        deadline = Deadline(item.wait_timeout)
+        started = time.monotonic()
+        while True:
+            try:
+                deadline.sleep(POLL_INTERVAL_SECONDS)
+                provider.get(provider_id, Deadline(self.timeout))
+            except errors.ProviderError as exc:
+                if exc.error_class == errors.NOT_FOUND:
+                    return dict(result, state=ABSENT, ip="")
+                if exc.error_class != errors.TRANSIENT:
+                    return dict(failure(item, exc, provider_id), changed=True)
+            except Exception:
+                break
+        exc = errors.transient(
+            "delete",
+            provider.name,
+            provider_id,
+            "instance still present %.0fs after delete" % (time.monotonic() - started),
+        )
+        return dict(failure(item, exc, provider_id), changed=True)
+
+
+def run(pm) -> dict:
+    """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
+    items = items_from_params(pm.params, pm.config.names())
+    converger = Converger(pm, float(pm.params["timeout"]))
+    results = batch.run(
+        items,
+        converger.converge,
+        lambda item, exc: failure(item, exc),
+        concurrency=int(pm.params["concurrency"]),
+    )
+    changed = any(r.get("changed") for r in results)
+    failed = [r for r in results if r.get("failed")]
+    out = {"changed": changed}
+    if pm.params.get("instances") is None:
+        single = results[0]
+        if single.get("failed"):
+            out.update(failed_msg=single["msg"], error_class=single["error_class"], instance=single)
+            return out
+        out["instance"] = single
+        return out
+    out["results"] = results
+    if failed:
+        out["failed_msg"] = "%d of %d instances failed: %s" % (
+            len(failed),
+            len(results),
+            "; ".join(r["msg"] for r in failed[:5]),
+        )
+        out["error_class"] = failed[0]["error_class"]
+    return out

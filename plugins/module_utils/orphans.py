@@ -1,0 +1,67 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The runner behind ``proxy_gc``: gather the live UIDs, then sweep with the rules of gc.py.
+
+Refuses to run without an explicit source of live UIDs (a list, possibly empty, or a cluster),
+because a sweep that silently assumed "no live Proxies" would collect everything.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc, live_uids
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import UsageError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_duration(text) -> float:
+    """``"600"``, ``"90s"``, ``"10m"``, ``"1h"`` -> seconds."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise UsageError("min_age: %r is not a duration such as 600, 90s, 10m or 1h" % (text,))
+    return float(match.group(1)) * _UNIT[match.group(2)]
+
+
+def run(pm) -> dict:
+    params = pm.params
+    min_age = parse_duration(params["min_age"])
+    timeout = float(params["timeout"])
+    only = params.get("provider")
+    configured = pm.config.names()
+    if only and only not in configured:
+        raise UsageError(
+            "provider: %r is not configured (configured: %s)" % (only, ", ".join(configured) or "none")
+        )
+    if params.get("live_uids") is not None:
+        uids = params["live_uids"]
+        source = "live_uids"
+    elif params.get("kubeconfig") or params.get("context") or params.get("in_cluster"):
+        uids = live_uids.from_cluster(params.get("kubeconfig"), params.get("context"), timeout)
+        source = "cluster"
+    else:
+        raise UsageError(
+            "live_uids: required (possibly empty) unless kubeconfig, context or in_cluster names a "
+            "cluster to read the live Proxy UIDs from"
+        )
+    report = gc.sweep(
+        pm.providers(only),
+        uids,
+        pm.config.installation,
+        min_age,
+        Deadline(timeout),
+        dry_run=pm.check_mode,
+    )
+    for error in report["errors"]:
+        pm.module.warn("gc: %s %s: %s" % (error["provider"], error["id"] or "list", error["msg"]))
+    report.update(
+        changed=bool(report["deleted"]) or bool(report["would_delete"]),
+        installation=pm.config.installation,
+        live_uid_count=len(uids),
+        live_uid_source=source,
+        min_age_seconds=min_age,
+    )
+    return report

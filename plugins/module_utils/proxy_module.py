@@ -1,0 +1,125 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The wrapper every module is built on: shared options, providers loading, one failure path.
+
+Modules stay thin (documentation, an argument spec, a ``main`` that calls a runner in
+module_utils). Runners raise; only this wrapper calls ``fail_json``, so the same runner code
+serves playbooks, the controller and the unit tests. Provider logs are forwarded to the
+module's log and, at ``-vvv`` and above, returned as ``debug_log`` (never secrets: providers
+log the cloud-init byte count, not its content).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
+    PROVIDERS_ARGS,
+    PROVIDERS_MUTUALLY_EXCLUSIVE,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.observe import Telemetry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import MissingLibrary
+
+PROVIDER_LOGGER = "crawl.egress_proxies"
+
+
+class UsageError(Exception):
+    """The module's own parameters are wrong (a permanent error; nothing was changed)."""
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append("%s %s" % (record.levelname, record.getMessage()))
+
+
+class ProxyModule:
+    """An ``AnsibleModule`` plus the configured providers, telemetry and log capture."""
+
+    def __init__(self, argument_spec: dict, **kwargs):
+        spec = dict(PROVIDERS_ARGS)
+        spec.update(argument_spec)
+        exclusive = list(kwargs.pop("mutually_exclusive", [])) + PROVIDERS_MUTUALLY_EXCLUSIVE
+        self.module = AnsibleModule(argument_spec=spec, mutually_exclusive=exclusive, **kwargs)
+        self.params = self.module.params
+        self.check_mode = self.module.check_mode
+        self.telemetry = Telemetry()
+        self._providers = {}
+        self._config = None
+        self._log = _ListHandler()
+        logger = logging.getLogger(PROVIDER_LOGGER)
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(self._log)
+
+    @property
+    def config(self) -> config.ProvidersConfig:
+        if self._config is None:
+            self._config = config.resolve(
+                self.params.get("providers_file"),
+                self.params.get("providers"),
+                self.params.get("installation"),
+            )
+        return self._config
+
+    def provider(self, name: str):
+        """The observed provider configured under ``name``; Permanent when it is not configured."""
+        if name not in self._providers:
+            spec = self.config.find(name)
+            if spec is None:
+                known = ", ".join(self.config.names()) or "none"
+                raise errors.permanent(
+                    "create", name, "", "provider %r is not configured (configured: %s)" % (name, known)
+                )
+            self._providers[name] = registry.build(spec, self.config.installation, self.telemetry)
+        return self._providers[name]
+
+    def providers(self, only=None) -> dict:
+        names = [only] if only else list(self.config.names())
+        return {n: self.provider(n) for n in names}
+
+    def close(self) -> None:
+        for provider in self._providers.values():
+            try:
+                provider.close()
+            except Exception as exc:  # closing must not mask the result
+                self.module.warn("closing provider %s failed: %s" % (provider.name, exc))
+
+    def _extras(self) -> dict:
+        extras = {"telemetry": self.telemetry.records()}
+        if self.module._verbosity >= 3 and self._log.lines:
+            extras["debug_log"] = list(self._log.lines)
+        return extras
+
+    def exit(self, **result) -> None:
+        self.close()
+        result.update(self._extras())
+        self.module.exit_json(**result)
+
+    def fail(self, msg: str, error_class: str = errors.PERMANENT, **result) -> None:
+        self.close()
+        result.update(self._extras())
+        self.module.fail_json(msg=msg, error_class=error_class, **result)
+
+    def run(self, runner) -> None:
+        """Call ``runner(self)`` (which returns the result dict) and exit or fail from it."""
+        try:
+            result = runner(self)
+        except MissingLibrary as exc:
+            self.fail(missing_required_lib("pydantic"), exception=str(exc))
+        except errors.ConfigError as exc:
+            self.fail(str(exc), error_class=errors.PERMANENT, problems=exc.problems)
+        except UsageError as exc:
+            self.fail(str(exc), error_class=errors.PERMANENT)
+        except errors.ProviderError as exc:
+            self.fail(str(exc), error_class=exc.error_class)
+        else:
+            failed_msg = result.pop("failed_msg", None)
+            if failed_msg:
+                self.fail(failed_msg, error_class=result.pop("error_class", errors.PERMANENT), **result)
+            self.exit(**result)

@@ -1,0 +1,132 @@
+"""The conformance suite for the ``local`` provider against real Squid, plus what only a local
+Squid can show: it really proxies, it serves only its allowed sources, a suspended Squid is
+resumed by create, and a reused pid is never mistaken for (or killed as) an instance's Squid."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import http.server
+import ipaddress
+import json
+import os
+import signal
+import subprocess
+import threading
+import uuid
+
+import pytest
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
+from contract.local_backend import LocalBackend
+from contract.suite import ContractSuite, cleanup, dl, wait_for_state
+
+pytestmark = pytest.mark.squid
+
+
+@pytest.fixture
+def backend(tmp_path):
+    harness = LocalBackend(tmp_path)
+    try:
+        yield harness
+    finally:
+        harness.teardown()
+
+
+class TestLocalContract(ContractSuite):
+    """Every contract rule, against real Squid processes."""
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello %s" % self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def origin():
+    """A tiny HTTP server on loopback, the target behind the proxy."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _fetch_via(proxy_ip: str, proxy_port: int, origin, source: str = "127.0.0.1"):
+    """One GET sent *to the proxy's address only*: a reply from origin proves Squid forwarded it."""
+    conn = http.client.HTTPConnection(proxy_ip, proxy_port, timeout=10, source_address=(source, 0))
+    try:
+        conn.request("GET", "http://%s:%d/via-proxy" % origin)
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def test_instance_proxies_http_and_serves_only_allowed_sources(backend, origin):
+    provider = backend.build(allowed_source_ranges=["127.0.0.2/32"])
+    req = backend.request(str(uuid.uuid4()))
+    with cleanup(backend) as ids:
+        provider_id = provider.create(req, dl(backend))
+        ids.append(provider_id)
+        running = wait_for_state(backend, provider_id, (contract.RUNNING,))[-1]
+        assert running.ip in {str(h) for h in ipaddress.ip_network(backend.address_range)}
+        with open(os.path.join(backend.instance_dir(provider_id), process.CONF), encoding="utf-8") as fh:
+            conf = fh.read()
+        assert "http_access allow all" not in conf.splitlines()
+        assert "http_access deny all" in conf.splitlines()
+        assert "127.0.0.2/32" in conf
+        status, body = _fetch_via(running.ip, req.port, origin, source="127.0.0.2")
+        assert (status, body) == (200, "hello /via-proxy")
+        status, body = _fetch_via(running.ip, req.port, origin, source="127.0.0.3")
+        assert status == 403, body
+
+
+def test_create_resumes_a_suspended_squid(backend):
+    req = backend.request(str(uuid.uuid4()))
+    with cleanup(backend) as ids:
+        provider_id = backend.provider.create(req, dl(backend))
+        ids.append(provider_id)
+        wait_for_state(backend, provider_id, (contract.RUNNING,))
+        backend.force_unknown_state(provider_id)
+        assert backend.provider.get(provider_id, dl(backend)).state == contract.STOPPED
+        assert backend.provider.create(req, dl(backend)) == provider_id
+        wait_for_state(backend, provider_id, (contract.RUNNING,))
+
+
+def test_reused_pid_is_neither_reported_nor_killed(backend):
+    req = backend.request(str(uuid.uuid4()))
+    stranger = subprocess.Popen(["sleep", "60"])
+    try:
+        with cleanup(backend) as ids:
+            provider_id = backend.provider.create(req, dl(backend))
+            ids.append(provider_id)
+            directory = backend.instance_dir(provider_id)
+            wait_for_state(backend, provider_id, (contract.RUNNING,))
+            state, squid_pid = process.status(directory)
+            assert state == process.ALIVE
+            os.kill(squid_pid, signal.SIGKILL)
+            process._children.pop(squid_pid).wait(5)
+            # The pid now names another live process, with its own real start time.
+            record = {"pid": stranger.pid, "startTicks": process._proc_stat(stranger.pid)[1]}
+            with open(os.path.join(directory, process.PROCESS_RECORD), "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(record))
+            assert backend.provider.get(provider_id, dl(backend)).state == contract.STOPPED
+            backend.provider.delete(provider_id, dl(backend))
+            assert stranger.poll() is None, "delete killed a process that was not its Squid"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            stranger.kill()
+        stranger.wait(5)

@@ -1,0 +1,100 @@
+"""Unit tests for the local provider's pure parts: parse_id, classify, and construction."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.provider import (
+    SquidMissing,
+    classify,
+    parse_id,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import StoreError
+
+
+@pytest.mark.parametrize(
+    "provider_id,name",
+    [
+        ("local/proxy-abcdefghijklmnop", "proxy-abcdefghijklmnop"),
+        ("local/a", "a"),
+        ("local/" + "a" * 63, "a" * 63),
+    ],
+)
+def test_parse_id_accepts(provider_id, name):
+    assert parse_id(provider_id) == name
+
+
+@pytest.mark.parametrize(
+    "provider_id",
+    [
+        "",
+        "local",
+        "local/",
+        "proxy-x",
+        "Local/proxy-x",
+        "gcp/proxy-x",
+        "local//proxy-x",
+        "local/proxy-x/extra",
+        "local/../etc",
+        "local/.hidden",
+        "local/Proxy-X",
+        "local/proxy_x",
+        "local/-x",
+        "local/x-",
+        "local/proxy-x\n",
+        " local/proxy-x",
+        "local/" + "a" * 64,
+        None,
+        42,
+    ],
+)
+def test_parse_id_rejects(provider_id):
+    with pytest.raises(ValueError, match="malformed local provider id"):
+        parse_id(provider_id)
+
+
+@pytest.mark.parametrize(
+    "exc,error_class",
+    [
+        (errors.not_found("get", "p", "i", "x"), errors.NOT_FOUND),
+        (errors.quota_exceeded("create", "p", "i", "x"), errors.QUOTA_EXCEEDED),
+        (errors.permanent("create", "p", "i", "x"), errors.PERMANENT),
+        (DeadlineExceeded("create ran past its deadline"), errors.TRANSIENT),
+        (SquidMissing("squid binary 'squid' not found"), errors.PERMANENT),
+        (PermissionError(errno.EACCES, "denied"), errors.PERMANENT),
+        (StoreError("address range 127.77.0.0/30 is exhausted (2 in use)"), errors.QUOTA_EXCEEDED),
+        (OSError(errno.ENOSPC, "No space left on device"), errors.QUOTA_EXCEEDED),
+        (StoreError("cannot list /x: I/O error"), errors.TRANSIENT),
+        (OSError(errno.EIO, "I/O error"), errors.TRANSIENT),
+        (OSError("no errno"), errors.TRANSIENT),
+        (ConnectionRefusedError(errno.ECONNREFUSED, "refused"), errors.TRANSIENT),
+        (ValueError("anything else"), errors.TRANSIENT),
+        (Exception("not an SDK error"), errors.TRANSIENT),
+    ],
+)
+def test_classify(exc, error_class):
+    assert classify(exc) == error_class
+
+
+def test_constructor_never_touches_the_backend(tmp_path):
+    state = tmp_path / "never-created"
+    parsed = config.parse(
+        {
+            "providers": [
+                {
+                    "name": "lab",
+                    "type": "local",
+                    "local": {"stateDir": str(state), "squidBinary": "/nonexistent/squid"},
+                }
+            ]
+        }
+    )
+    provider = registry.build(parsed.providers[0], parsed.installation)
+    assert provider.name == "lab" and provider.type_name == "local"
+    assert not state.exists()
+    assert provider.id_for("proxy-a", None) == "local/proxy-a"
+    assert provider.id_for("Not A Label", None) is None
