@@ -110,6 +110,7 @@ class ComputeState:
         self.instances = {}  # (zone, name) -> record
         self.operations = {}  # (zone, op name) -> operation dict (zone operations)
         self.firewalls = {}
+        self.disks = {}  # (zone, name) -> disk left behind by a delete (boot disk without autoDelete)
         self.quotas = {region_of(z): dict(DEFAULT_QUOTAS) for z in self.zones}
         self.unreachable = set()  # zones aggregatedList cannot reach
         self._ids = itertools.count(random.randint(10**17, 9 * 10**17))
@@ -164,6 +165,9 @@ class ComputeState:
             if record["deleting_until"] is not None:
                 if now >= record["deleting_until"]:
                     del self.instances[key]
+                    for disk in record["body"].get("disks") or []:
+                        if not disk.get("autoDelete"):  # survives its instance, as on Compute Engine
+                            self.disks[(key[0], disk["source"].rsplit("/", 1)[-1])] = disk
                 continue
             if record["forced_status"]:
                 continue
@@ -614,6 +618,27 @@ class ComputeState:
                 "disk_gb": 10.0,
                 "sent_body": {},
             }
+
+    def leftovers(self, zone: str, name: str) -> list:
+        """What still exists of an instance: itself, a disk of its name, an address it holds."""
+        with self.lock:
+            self._advance()
+            found = []
+            record = self.instances.get((zone, name))
+            if record is not None:
+                found.append("instance %s (%s)" % (name, self._view(record)["status"]))
+                found += [
+                    "address %s" % a["natIP"]
+                    for n in record["body"]["networkInterfaces"]
+                    for a in n.get("accessConfigs") or []
+                    if a.get("natIP")
+                ]
+                found += [
+                    "disk %s" % d["source"].rsplit("/", 1)[-1] for d in record["body"].get("disks") or []
+                ]
+            if (zone, name) in self.disks:
+                found.append("disk %s (detached)" % name)
+            return found
 
     def remove(self, zone: str, name: str) -> None:
         with self.lock:

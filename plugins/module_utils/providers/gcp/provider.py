@@ -99,15 +99,21 @@ class GcpProvider(contract.Provider, contract.Checker):
         return 'targetLink eq ".*/zones/%s/instances/%s"' % (zone, name)
 
     def _operations(self, zone: str, name: str, deadline) -> list:
-        """Every zone operation that targeted the instance (one page, newest last)."""
-        ops = self._call(
-            deadline,
-            "list operations",
-            self.api.list_zone_operations,
-            zone,
-            self._target_filter(zone, name),
-            OPS_PAGE_SIZE,
-        )
+        """Every zone operation that targeted the instance (one page, newest last); none when
+        the zone itself does not exist (404), since nothing can have been created there."""
+        try:
+            ops = self._call(
+                deadline,
+                "list operations",
+                self.api.list_zone_operations,
+                zone,
+                self._target_filter(zone, name),
+                OPS_PAGE_SIZE,
+            )
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return []
+            raise
         return sorted(ops, key=lambda o: (o.get("insertTime", ""), o.get("name", "")))
 
     @staticmethod
