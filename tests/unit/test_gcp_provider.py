@@ -545,9 +545,9 @@ def test_check_is_one_list_call_with_max_results_1():
     assert seam.calls[0][1][1] == 1
 
 
-def test_check_reports_quota_headroom_of_configured_and_seen_regions():
-    provider, seam = make(regions=["europe-west1"])
-    seam.pages = [{"items": {"zones/us-central1-a": scoped(ours())}}]
+def test_check_reports_quota_headroom_of_the_configured_regions_only():
+    provider, seam = make(regions=["europe-west1", "us-central1"])
+    seam.pages = [{"items": {"zones/asia-east1-a": scoped(ours())}}]  # a region in no config
     quotas = [
         {"metric": "INSTANCES", "limit": 24.0, "usage": 3.0},
         {"metric": "CPUS", "limit": 24.0, "usage": 6.0},

@@ -17,6 +17,7 @@ Application Default Credentials.
 from __future__ import annotations
 
 import json
+import threading
 import traceback
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
@@ -52,7 +53,7 @@ def _as_dict(message) -> dict:
 
 
 class ComputeAPI:
-    """Compute Engine calls for one project. Not thread-safe per client kind; one per provider."""
+    """Compute Engine calls for one project; safe to share between the threads of a batch."""
 
     def __init__(self, project: str, credentials_file: str = "", api_endpoint: str = ""):
         self.project = project
@@ -60,6 +61,7 @@ class ComputeAPI:
         self.api_endpoint = api_endpoint
         self._clients = {}
         self._credentials = None
+        self._lock = threading.Lock()  # batch threads share one adapter: build each client once
 
     # -- client construction ---------------------------------------------------------------
 
@@ -89,9 +91,13 @@ class ComputeAPI:
                 "the gcp provider needs the google-cloud-compute library on the host that runs "
                 "the modules (pip install google-cloud-compute)"
             )
-        client = self._clients.get(kind)
-        if client is not None:
+        with self._lock:
+            client = self._clients.get(kind)
+            if client is None:
+                client = self._clients[kind] = self._new_client(kind)
             return client
+
+    def _new_client(self, kind: str):
         factory = {
             "instances": compute_v1.InstancesClient,
             "list": compute_v1.InstancesClient,
@@ -103,12 +109,12 @@ class ComputeAPI:
         client = factory(credentials=self._creds(), client_options=options, transport="rest")
         if kind == "list":
             _enable_partial_success(client)
-        self._clients[kind] = client
         return client
 
     def close(self) -> None:
         """Close every client's HTTP session (called at the end of a module run)."""
-        clients, self._clients = self._clients, {}
+        with self._lock:
+            clients, self._clients = self._clients, {}
         for client in clients.values():
             try:
                 client.transport.close()

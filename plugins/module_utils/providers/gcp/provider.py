@@ -367,18 +367,14 @@ class GcpProvider(contract.Provider, contract.Checker):
         details = {"project": self.config.project}
         try:
             # One page, one object: credentials, the API and compute.instances.list in one call.
-            page = self._call(
+            self._call(
                 deadline, "check", self.api.list_instances_page, labels.list_filter(self.installation), 1, ""
             )
         except Exception as exc:
             log.warning("provider=%s op=check %s: %s", self.name, describe(exc), exc)
             return [contract.TargetStatus(target, address, False, check_reason(exc), str(exc), details)]
+        # Quota headroom only for the configured regions: Check stays one request by default.
         regions = list(self.config.regions)
-        for scope, scoped in sorted((page.get("items") or {}).items()):
-            # The region of an instance seen on the probe page is a region in use.
-            region = last_segment(scope).rsplit("-", 1)[0]
-            if scoped.get("instances") and region and region not in regions:
-                regions.append(region)
         if regions:
             details["quota"] = self._quota(regions, deadline)
         return [
