@@ -52,13 +52,22 @@ def ours(status="RUNNING", nat="203.0.113.7", uid=UID, install="prod", **kw):
     return instance(name=NAME, status=status, nat=nat, labels=labels.marks(uid, install), uid_meta=uid, **kw)
 
 
-def op(op_type, status="DONE", error=None, http=0, at="2026-11-29T01:00:00.000-08:00", name=None):
+def ago(seconds: float) -> str:
+    """An RFC 3339 time ``seconds`` ago, in Pacific time like the API answers."""
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    return then.astimezone(datetime.timezone(datetime.timedelta(hours=-8))).isoformat(timespec="milliseconds")
+
+
+def op(op_type, status="DONE", error=None, http=0, at=None, name=None, ended=None):
+    at = at or ago(50)
     item = {
         "name": name or "operation-%s-%s" % (op_type, at),
         "operationType": op_type,
         "status": status,
         "insertTime": at,
     }
+    if ended:
+        item["endTime"] = ended
     if error:
         item["error"] = {"errors": [{"code": error, "message": "%s happened" % error}]}
         item["httpErrorStatusCode"] = http
@@ -348,8 +357,8 @@ def test_not_found_without_operations_is_not_found():
         ([op("insert")], errors.NOT_FOUND, "no instance"),  # created, then gone
         (
             [
-                op("insert", at="2026-11-29T01:00:00.000-08:00"),
-                op("delete", at="2026-11-29T01:05:00.000-08:00"),
+                op("insert", at=ago(50)),
+                op("delete", at=ago(40)),
             ],
             errors.NOT_FOUND,
             "no instance",
@@ -357,17 +366,17 @@ def test_not_found_without_operations_is_not_found():
         (
             # the latest insert counts: an old failure, then a successful retry that was deleted
             [
-                op("insert", error="QUOTA_EXCEEDED", http=403, at="2026-11-29T01:00:00.000-08:00"),
-                op("insert", at="2026-11-29T02:00:00.000-08:00"),
-                op("delete", at="2026-11-29T03:00:00.000-08:00"),
+                op("insert", error="QUOTA_EXCEEDED", http=403, at=ago(50)),
+                op("insert", at=ago(30)),
+                op("delete", at=ago(20)),
             ],
             errors.NOT_FOUND,
             "no instance",
         ),
         (
             [
-                op("insert", at="2026-11-29T01:00:00.000-08:00"),
-                op("insert", error="QUOTA_EXCEEDED", http=403, at="2026-11-29T02:00:00.000-08:00"),
+                op("insert", at=ago(50)),
+                op("insert", error="QUOTA_EXCEEDED", http=403, at=ago(30)),
             ],
             errors.QUOTA_EXCEEDED,
             "QUOTA_EXCEEDED",
@@ -381,6 +390,18 @@ def test_async_insert_failures_reach_get(ops, expected, text):
         provider.get(PID, Deadline(5))
     assert klass(exc_info) == expected
     assert text in str(exc_info.value)
+
+
+def test_an_old_async_failure_is_reported_as_gone_so_callers_create_again():
+    provider, seam = make(insertFailureWindowSeconds=60)
+    seam.operations[ZONE] = [op("insert", error="QUOTA_EXCEEDED", http=403, at=ago(100), ended=ago(90))]
+    with pytest.raises(errors.ProviderError) as exc_info:
+        provider.get(PID, Deadline(5))
+    assert klass(exc_info) == errors.NOT_FOUND
+    seam.operations[ZONE] = [op("insert", error="QUOTA_EXCEEDED", http=403, at=ago(100), ended=ago(30))]
+    with pytest.raises(errors.ProviderError) as exc_info:
+        provider.get(PID, Deadline(5))
+    assert klass(exc_info) == errors.QUOTA_EXCEEDED  # the window counts from when it failed
 
 
 def test_operation_lookup_failure_is_never_not_found():

@@ -25,6 +25,10 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_comp
 DEFAULT_NETWORK = "default"
 DEFAULT_NETWORK_TAG = "egress-proxy"
 DEFAULT_DISK_SIZE_GB = 10
+# How long get reports an insert that failed after acceptance, before answering NotFound again
+# so callers create once more: long enough for a 10 s poll to see it, shorter than the 5 min
+# quota retry (docs/gcp-provider.md, "Asynchronous insert failures").
+DEFAULT_INSERT_FAILURE_WINDOW_SECONDS = 120
 ADDRESS_EXTERNAL = "external"
 ADDRESS_INTERNAL = "internal"
 
@@ -47,6 +51,7 @@ class GcpConfig(BlockModel):
     manage_firewall: bool = False
     firewall_source_ranges: list[str] = Field(default_factory=list)
     regions: list[str] = Field(default_factory=list)
+    insert_failure_window_seconds: int = Field(default=DEFAULT_INSERT_FAILURE_WINDOW_SECONDS, ge=0, le=86400)
     credentials_file: str = ""
     api_endpoint: str = ""
 

@@ -9,8 +9,9 @@ mode); the marks are native labels written by the insert itself; ``list_by_tag``
 aggregated list per page, filtered on the managed and installation labels, leaving out zones
 the API reports unreachable. An insert the API accepted but that failed later (quota, a bad
 image) is read back from its operation by ``get`` and reported with its class instead of
-NotFound. Placement: zone, machine type and image are required, region only checked against
-the zone (docs/gcp-provider.md).
+NotFound, for ``insertFailureWindowSeconds`` after it failed (then NotFound again, so the
+caller creates once more); delete forgets such an operation. Placement: zone, machine type
+and image are required, region only checked against the zone (docs/gcp-provider.md).
 
 Who calls it: the modules and the controller, through ``registry.build`` (observed). Every
 API call gets a timeout from the caller's Deadline; every error is ``errors.wrap``-ed with the
@@ -19,6 +20,7 @@ configured provider name after ``classify``; cloud-init is never logged.
 
 from __future__ import annotations
 
+import datetime
 import logging
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
@@ -37,6 +39,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     format_id,
     last_segment,
     parse_id,
+    parse_timestamp,
     to_instance,
 )
 
@@ -48,6 +51,12 @@ OPS_PAGE_SIZE = 500
 DEFAULT_ADDRESS = "compute.googleapis.com"
 
 log = logging.getLogger("crawl.egress_proxies.providers.gcp")
+
+
+def _op_order(op: dict) -> tuple:
+    """Oldest first by insertTime (parsed: offsets may differ), then by name."""
+    when = parse_timestamp(op.get("insertTime"))
+    return (when.timestamp() if when else 0.0, op.get("name", ""))
 
 
 class _Invalid(Exception):
@@ -114,7 +123,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             if status_of(exc) == 404:
                 return []
             raise
-        return sorted(ops, key=lambda o: (o.get("insertTime", ""), o.get("name", "")))
+        return sorted(ops, key=_op_order)
 
     @staticmethod
     def _latest(ops: list, op_type: str):
@@ -261,8 +270,20 @@ class GcpProvider(contract.Provider, contract.Checker):
                 % (latest.get("name"), latest.get("status")),
             )
         if latest.get("error"):
-            failure = OperationFailed(latest)
-            raise self._fail("get", provider_id, failure)
+            ended = parse_timestamp(latest.get("endTime") or latest.get("insertTime"))
+            age = (datetime.datetime.now(datetime.UTC) - ended).total_seconds() if ended else 0.0
+            if age > self.config.insert_failure_window_seconds:
+                # Reported long enough: "not there" again, so the caller creates once more
+                # (a quota failure must not stop retries forever, nor block a deletion).
+                log.info(
+                    "provider=%s op=get id=%s insert %s failed %.0fs ago: reported as gone",
+                    self.name,
+                    provider_id,
+                    latest.get("name"),
+                    age,
+                )
+                return
+            raise self._fail("get", provider_id, OperationFailed(latest))
 
     def delete(self, provider_id: str, deadline) -> None:
         try:
