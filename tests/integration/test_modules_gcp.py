@@ -191,7 +191,7 @@ def test_asynchronous_bad_image_reaches_the_playbook_and_absent_clears_it(tmp_pa
 def test_quota_failure_is_reported_then_retried_once_quota_frees(tmp_path, fake, gcp):
     """QuotaExceeded while the failure is fresh; after insertFailureWindowSeconds the instance
     reads as gone again, so the next run creates it, and this time it fits."""
-    window = 6
+    window = 20  # ansible-playbook task start-up takes seconds on a loaded machine
     gcp["providers"][0]["gcp"]["insertFailureWindowSeconds"] = window
     fake.state.quotas["us-central1"]["CPUS"] = 2.0
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
