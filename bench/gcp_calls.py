@@ -59,7 +59,7 @@ def main() -> None:
         start = time.time()
         provider.check(Deadline(10))
         show("provider check (no regions configured)", fake, start)
-        for _ in range(100):
+        for _index in range(100):
             provider.create(harness.request(str(uuid.uuid4())), Deadline(10))
         start = time.time()
         count = len(provider.list_by_tag(Deadline(10)))

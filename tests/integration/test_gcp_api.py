@@ -96,7 +96,7 @@ def test_full_lifecycle_and_its_api_calls(gcp):
 def test_delete_is_not_resubmitted_while_running(gcp):
     provider, fake = gcp.provider, gcp.fake
     provider_id = provider.create(gcp.request(str(uuid.uuid4())), Deadline(10))
-    for _ in range(3):
+    for _index in range(3):
         provider.delete(provider_id, Deadline(10))
     assert len(fake.log("DELETE", r"/instances/")) == 1
     assert len([op for op in fake.state.operations.values() if op["operationType"] == "delete"]) == 1
@@ -157,7 +157,7 @@ def test_check_unreachable_endpoint():
 def test_list_of_100_instances_is_one_request(gcp):
     provider, fake = gcp.provider, gcp.fake
     fake.state.quotas["us-central1"].update(INSTANCES=200.0, CPUS=400.0, IN_USE_ADDRESSES=200.0)
-    for _ in range(100):
+    for _index in range(100):
         provider.create(gcp.request(str(uuid.uuid4())), Deadline(10))
     fake.reset_log()
     assert len(provider.list_by_tag(Deadline(10))) == 100
@@ -166,7 +166,7 @@ def test_list_of_100_instances_is_one_request(gcp):
 
 def test_list_pages_through_the_aggregated_list(gcp, monkeypatch):
     provider, fake = gcp.provider, gcp.fake
-    for _ in range(7):
+    for _index in range(7):
         provider.create(gcp.request(str(uuid.uuid4())), Deadline(10))
     monkeypatch.setattr(gcp_provider, "LIST_PAGE_SIZE", 3)
     fake.reset_log()

@@ -123,7 +123,7 @@ def test_proxy_info_over_100_instances_is_one_request(tmp_path, fake, gcp):
     provider = registry.build(parsed.providers[0], parsed.installation)
     ids = []
     try:
-        for _ in range(100):
+        for _index in range(100):
             uid = str(uuid.uuid4())
             placement = Placement(zone=ZONE, machine_type="e2-small", image=IMAGE)
             ids.append(

@@ -276,7 +276,9 @@ STATES = [
 ]
 
 
-@pytest.mark.parametrize(("status", "nat", "state"), STATES, ids=["%s-%s" % (s, n) for s, n, _ in STATES])
+@pytest.mark.parametrize(
+    ("status", "nat", "state"), STATES, ids=["%s-%s" % (row[0], row[1]) for row in STATES]
+)
 def test_state_table(status, nat, state):
     provider, seam = make()
     seam.instances[(ZONE, NAME)] = ours(status=status, nat=nat)

@@ -66,18 +66,25 @@ class OperationFailed(Exception):
         )
 
 
-def _api_modules():
+def _api_exceptions():
     try:
         from google.api_core import exceptions as api_exceptions
+    except ImportError:  # no SDK: nothing can be an API error
+        return None
+    return api_exceptions
+
+
+def _auth_exceptions():
+    try:
         from google.auth import exceptions as auth_exceptions
     except ImportError:
-        return None, None
-    return api_exceptions, auth_exceptions
+        return None
+    return auth_exceptions
 
 
 def status_of(exc: BaseException) -> int:
     """The HTTP status of an API error, 0 when ``exc`` is not one."""
-    api_exceptions, _ = _api_modules()
+    api_exceptions = _api_exceptions()
     if api_exceptions is not None and isinstance(exc, api_exceptions.GoogleAPICallError):
         code = exc.code
         return int(code) if isinstance(code, int) else 0
@@ -113,7 +120,7 @@ def classify(exc: BaseException) -> str:
     status = status_of(exc)
     if status:
         return classify_status(status, reasons_of(exc))
-    _, auth_exceptions = _api_modules()
+    auth_exceptions = _auth_exceptions()
     if auth_exceptions is not None:
         if isinstance(exc, auth_exceptions.DefaultCredentialsError):
             return errors.PERMANENT
@@ -167,7 +174,7 @@ def check_reason(exc: BaseException) -> str:
         return REASON_SDK_MISSING
     if isinstance(exc, CredentialsProblem):
         return contract.REASON_UNAUTHORIZED
-    _, auth_exceptions = _api_modules()
+    auth_exceptions = _auth_exceptions()
     if auth_exceptions is not None and isinstance(
         exc, (auth_exceptions.DefaultCredentialsError, auth_exceptions.RefreshError)
     ):
