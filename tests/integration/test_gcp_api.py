@@ -292,3 +292,19 @@ def test_odd_uid_is_hashed_in_the_label_and_read_back_exactly(gcp):
     assert record["labels"]["proxy-operator-uid"].startswith("h-")
     assert gcp.provider.get(provider_id, Deadline(10)).uid == uid
     assert gcp.provider.create(req, Deadline(10)) == provider_id  # adoption matches the hash
+
+
+def test_close_closes_every_client_and_anonymous_credentials_are_used(gcp):
+    api = gcp.provider.inner.api
+    gcp.provider.check(Deadline(10))
+    gcp.provider.get(gcp.provider.create(gcp.request(str(uuid.uuid4())), Deadline(10)), Deadline(10))
+    assert set(api._clients) == {"list", "instances"}
+    assert type(api._creds()).__name__ == "AnonymousCredentials"
+    assert all("Authorization" not in r.headers for r in gcp.fake.log())
+    sessions = [client.transport._session for client in api._clients.values()]
+    gcp.provider.close()
+    assert api._clients == {}
+    for session in sessions:
+        assert all(not adapter.poolmanager.pools for adapter in session.adapters.values())
+    gcp.provider.check(Deadline(10))  # a closed provider can still be used: clients come back
+    assert set(api._clients) == {"list"}

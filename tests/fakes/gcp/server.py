@@ -75,6 +75,7 @@ class Request:
     query: dict
     body: dict | None
     at: float
+    headers: dict = dataclasses.field(default_factory=dict)
 
 
 class FakeCompute:
@@ -222,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(400, ApiError(400, "Invalid JSON payload received.", "parseError").body())
                 return
         rest = match.group("rest") if match else url.path
-        self.fake._record(Request(self.command, rest, query, body, time.time()))
+        self.fake._record(Request(self.command, rest, query, body, time.time(), dict(self.headers.items())))
         if not match or match.group("project") != self.fake.project:
             project = match.group("project") if match else "?"
             self._send(
