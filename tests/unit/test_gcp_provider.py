@@ -464,12 +464,21 @@ def test_delete_of_a_gone_instance_succeeds():
 
 def test_delete_forgets_a_failed_insert_so_get_answers_not_found():
     provider, seam = make()
-    seam.operations[ZONE] = [op("insert", error="QUOTA_EXCEEDED", http=403, name="operation-failed")]
+    seam.operations[ZONE] = [
+        op("insert", error="QUOTA_EXCEEDED", http=403, name="operation-failed-1", at=ago(40)),
+        op("insert", error="QUOTA_EXCEEDED", http=403, name="operation-failed-2", at=ago(20)),
+    ]
     with pytest.raises(errors.ProviderError) as exc_info:
         provider.get(PID, Deadline(5))
     assert klass(exc_info) == errors.QUOTA_EXCEEDED
     provider.delete(PID, Deadline(5))
-    assert seam.names()[-3:] == ["list_zone_operations", "delete_instance", "delete_zone_operation"]
+    assert seam.names()[-4:] == [
+        "list_zone_operations",
+        "delete_instance",
+        "delete_zone_operation",
+        "delete_zone_operation",
+    ]
+    assert seam.operations[ZONE] == []
     with pytest.raises(errors.ProviderError) as exc_info:
         provider.get(PID, Deadline(5))
     assert klass(exc_info) == errors.NOT_FOUND

@@ -319,11 +319,11 @@ class GcpProvider(contract.Provider, contract.Checker):
 
     def _forget_failed_insert(self, zone: str, ops: list, deadline) -> None:
         """The instance is gone. A failed insert operation would keep ``get`` reporting its error
-        (and a deletion waiting for NotFound waiting forever), so deleting it is part of delete."""
-        latest = ops[-1] if ops else None
-        if latest is not None and latest.get("operationType") == "insert" and latest.get("error"):
+        (and a deletion waiting for NotFound waiting), so delete removes every failed insert
+        of the instance: forgetting only the newest would surface the one before it."""
+        for failed in [o for o in ops if o.get("operationType") == "insert" and o.get("error")]:
             try:
-                self._call(deadline, "delete", self.api.delete_zone_operation, zone, latest["name"])
+                self._call(deadline, "delete", self.api.delete_zone_operation, zone, failed["name"])
             except Exception as exc:
                 if status_of(exc) != 404:
                     raise
