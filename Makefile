@@ -7,7 +7,7 @@ export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 export ANSIBLE_NOCOLOR := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest clean
+.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest cluster-binaries clean
 
 demo: bootstrap
 	ansible-playbook playbooks/demo.yml
@@ -18,7 +18,7 @@ bootstrap:
 bootstrap-test:
 	@hack/bootstrap.sh test
 
-test: bootstrap-test lint sanity pytest
+test: bootstrap-test lint sanity cluster-binaries pytest
 
 lint:
 	@echo "==> ruff"
@@ -29,6 +29,13 @@ lint:
 
 sanity:
 	@hack/sanity.sh
+
+# The Kubernetes test control plane, built once per machine and version set (tests/cluster/build.sh;
+# cold: tens of minutes with progress lines, warm: instant). The pytest fixture would build it
+# too, but here its progress is not interleaved with test output.
+cluster-binaries:
+	@echo "==> Kubernetes test control plane binaries"
+	@tests/cluster/build.sh
 
 pytest:
 	@echo "==> pytest"

@@ -23,8 +23,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 reqs=("$root/requirements.txt")
-[ "$profile" = test ] && reqs+=("$root/requirements-dev.txt")
-[ "$profile" = demo ] && reqs+=("$root/requirements-dev.txt")
+# Both profiles need ansible-core (requirements-dev.txt); tests also run the controller.
+reqs+=("$root/requirements-dev.txt")
+[ "$profile" = test ] && reqs+=("$root/controller/requirements.txt")
 stamp="$venv/.installed-$(cat "${reqs[@]}" | sha256sum | cut -c1-16)"
 if [ ! -x "$venv/bin/python" ]; then
   say "creating the virtualenv in .venv"

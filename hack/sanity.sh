@@ -5,9 +5,9 @@
 # Why the copy: ansible-test only accepts a collection that sits at a physical path
 # .../ansible_collections/crawl/egress_proxies (a symlink resolves back to the repository and is
 # refused), so the tracked and untracked-but-not-ignored files are copied into a temporary tree
-# of that shape, which is removed afterwards. A fresh `git init` there gives ansible-test a
-# repository of its own to list files from (otherwise the enclosing repository would be found
-# and every path would be wrong, or the ignored .venv and tests/output trees would be scanned).
+# of that shape, which is removed afterwards. ansible-test needs no git repository there:
+# without a .git at the collection root it tests every file under the tree, and the copy holds
+# exactly the files to test (never .venv, tests/output or other ignored files).
 #
 # Why --venv: every sanity test gets its own virtualenv with ansible-test's exact pins (pylint,
 # yamllint, voluptuous, ...), cached under ~/.ansible/test/venv and built from the package
@@ -43,13 +43,15 @@ export PATH="$venv/bin:$PATH"
 
 # ansible-test's pip bootstrap for its managed virtualenvs (see the header for why).
 provide_pip_bootstrap() {
-  local pip_version cache script wheel
-  pip_version=$("$venv/bin/python" - <<'EOF'
+  local pip_version cache script wheel tmp
+  pip_version=$(PYTHON_VERSION=$python_version "$venv/bin/python" - <<'EOF'
+import os
+
 from ansible_test._internal.python_requirements import get_venv_packages
 
 
 class Python:
-    version = "3.11"
+    version = os.environ["PYTHON_VERSION"]
 
 
 print(get_venv_packages(Python())["pip"])
@@ -68,7 +70,8 @@ EOF
       --dest "$cache" "pip==$pip_version"
     wheel="$cache/pip-${pip_version}-py3-none-any.whl"
   fi
-  cat >"$script.tmp" <<EOF
+  tmp=$(mktemp "$script.XXXXXX")
+  cat >"$tmp" <<EOF
 # Stand-in for get-pip.py ${pip_version}, written by egress-proxies' hack/sanity.sh: runs pip from
 # its wheel to install the requested packages into an empty virtualenv, as get-pip.py does.
 import sys
@@ -79,7 +82,7 @@ from pip._internal.cli.main import main  # noqa: E402
 args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 sys.exit(main(["install", "--upgrade", "--force-reinstall", *args]))
 EOF
-  mv "$script.tmp" "$script"
+  mv "$tmp" "$script"
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/egress-proxies-sanity.XXXXXX")
@@ -94,18 +97,16 @@ mkdir -p "$collection"
 say "copying the collection to $collection"
 (cd "$root" && git ls-files -z -co --exclude-standard) |
   rsync -a --from0 --ignore-missing-args --files-from=- "$root/" "$collection/"
-(
-  cd "$collection"
-  git init -q
-  git add -A
-  git -c user.name=sanity -c user.email=sanity@localhost.invalid commit -q -m sanity --no-verify
-)
 
 if ! command -v shellcheck >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     say "installing shellcheck (Debian package) for the shellcheck sanity test"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=900 \
-      --no-install-recommends shellcheck >/dev/null
+    apt_install=(apt-get install -y -qq -o DPkg::Lock::Timeout=900 --no-install-recommends shellcheck)
+    export DEBIAN_FRONTEND=noninteractive
+    "${apt_install[@]}" >/dev/null 2>&1 || {
+      apt-get update -qq -o DPkg::Lock::Timeout=900
+      "${apt_install[@]}" >/dev/null
+    }
   else
     echo "sanity: the shellcheck program is required (apt-get install shellcheck)" >&2
     exit 2

@@ -9,5 +9,11 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+CONTROLLER = os.path.join(ROOT, "controller")
+for path in (COLLECTIONS, CONTROLLER):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+# The Kubernetes test control plane's fixtures (kube_cluster, kube_admin, kube_namespace), for
+# every test directory; nothing starts unless a test asks for one.
+pytest_plugins = ("cluster.kube_fixture",)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A tiny HTTP server for the demo: answers every GET with JSON naming the client address.
 
 Through a local proxy the client address is the proxy's own egress address, which is how the

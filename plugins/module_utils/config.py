@@ -128,7 +128,10 @@ def _parse_entry(index: int, entry, problems: list):
             ok = False
     allowed_types = registry.type_names()
     provider_type = registry.lookup(type_name) if isinstance(type_name, str) else None
-    if provider_type is None:
+    if type_name is None:
+        problems.append("%s.type: required, one of %s" % (format_loc(here), ", ".join(allowed_types)))
+        ok = False
+    elif provider_type is None:
         problems.append(
             "%s.type: unknown provider type %r (known: %s)"
             % (format_loc(here), type_name, ", ".join(allowed_types))

@@ -47,8 +47,23 @@ class Item:
     wait_timeout: float
 
 
-def items_from_params(params: dict, configured: tuple) -> list:
-    """Merge top-level defaults into each item and validate all of them; raise ``UsageError``."""
+@dataclasses.dataclass(frozen=True)
+class InvalidItem:
+    """A batch item that failed validation, kept (with ``invalid_items=fail_item``) to report it."""
+
+    index: int
+    where: str
+    values: dict
+    message: str
+
+
+def items_from_params(params: dict, configured: tuple, isolate: bool = False) -> list:
+    """Merge top-level defaults into each item and validate all of them.
+
+    By default any invalid item raises ``UsageError`` before anything is touched. With
+    ``isolate`` (the controller's mode, where items are independent Proxies) an invalid item
+    becomes an ``InvalidItem`` in its place and the others proceed.
+    """
     raw_items = params.get("instances")
     top = {k: params.get(k) for k in INSTANCE_OPTIONS}
     if raw_items is None:
@@ -57,13 +72,14 @@ def items_from_params(params: dict, configured: tuple) -> list:
         if not raw_items:
             raise UsageError("instances: must hold at least one item")
         raw = [(i, "instances[%d]" % i, _merge(top, item)) for i, item in enumerate(raw_items)]
-    problems, items = [], []
+    all_problems, items = [], []
     for index, where, values in raw:
+        problems = []
         item = _item(index, where, values, configured, problems)
-        if item is not None:
-            items.append(item)
-    if problems:
-        raise UsageError("; ".join(problems))
+        all_problems.extend(problems)
+        items.append(item if item is not None else InvalidItem(index, where, values, "; ".join(problems)))
+    if all_problems and not isolate:
+        raise UsageError("; ".join(all_problems))
     return items
 
 
@@ -165,6 +181,21 @@ def failure(item: Item, exc: Exception, provider_id: str = "") -> dict:
     }
 
 
+def _invalid(item: InvalidItem) -> dict:
+    uid = item.values.get("uid") or ""
+    return {
+        "id": item.values.get("id") or "",
+        "name": item.values.get("name") or (names.name_from_uid(uid) if uid else ""),
+        "uid": uid,
+        "provider": item.values.get("provider") or "",
+        "state": "",
+        "changed": False,
+        "failed": True,
+        "error_class": errors.PERMANENT,
+        "msg": item.message,
+    }
+
+
 class Converger:
     """Converges items against providers of one ``ProxyModule``."""
 
@@ -200,7 +231,7 @@ class Converger:
                 if exc.error_class != errors.NOT_FOUND:
                     return failure(item, exc, provider_id)
         if existing is not None:
-            if existing.uid and existing.uid != item.uid:
+            if existing.uid != item.uid:  # adopt only our own instance, never an unmarked one
                 exc = errors.permanent(
                     "create",
                     provider.name,
@@ -312,14 +343,16 @@ class Converger:
 
 def run(pm) -> dict:
     """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
-    items = items_from_params(pm.params, pm.config.names())
+    isolate = pm.params.get("invalid_items") == "fail_item"
+    items = items_from_params(pm.params, pm.config.names(), isolate=isolate)
     converger = Converger(pm, float(pm.params["timeout"]))
-    results = batch.run(
-        items,
-        converger.converge,
-        lambda item, exc: failure(item, exc),
-        concurrency=int(pm.params["concurrency"]),
-    )
+
+    def work(item):
+        if isinstance(item, InvalidItem):
+            return _invalid(item)
+        return converger.converge(item)
+
+    results = batch.run(items, work, failure, concurrency=int(pm.params["concurrency"]))
     changed = any(r.get("changed") for r in results)
     failed = [r for r in results if r.get("failed")]
     out = {"changed": changed}

@@ -13,11 +13,14 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import observ
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     provider_type as gcp_type,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
+    provider_type as kubernetes_type,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     provider_type as local_type,
 )
 
-_TYPES = {t.name: t for t in (local_type.TYPE, gcp_type.TYPE)}
+_TYPES = {t.name: t for t in (local_type.TYPE, kubernetes_type.TYPE, gcp_type.TYPE)}
 
 
 def type_names() -> tuple:

@@ -15,7 +15,7 @@ description:
   - A check that does not finish in time is reported with reason C(Timeout) without delaying the
     other providers. A provider without a health check is reported with RV(providers[].supported=false).
 author:
-  - egress-proxies maintainers
+  - egress-proxies maintainers (@crawl)
 extends_documentation_fragment:
   - crawl.egress_proxies.providers
 attributes:
@@ -24,6 +24,7 @@ attributes:
     description: Reads only.
   diff_mode:
     support: none
+    description: Results describe the instances; there is no before/after diff.
 options:
   provider:
     description: Check only this configured provider.
@@ -66,7 +67,10 @@ providers:
       description: Whether all its targets are ready (null when unsupported).
       type: bool
     targets:
-      description: Per target, target, address, ready, reason (Reachable, Timeout, Unreachable, Unauthorized, Forbidden, APIError or a provider reason), message and details.
+      description:
+        - Per target, target, address, ready, reason, message and details.
+        - The reason is C(Reachable), C(Timeout), C(Unreachable), C(Unauthorized), C(Forbidden),
+          C(APIError) or a provider reason.
       type: list
       elements: dict
 telemetry:

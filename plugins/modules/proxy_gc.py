@@ -18,7 +18,7 @@ description:
     (O(kubeconfig), O(context), O(in_cluster)); one of them is required, so a sweep never assumes
     that nothing is live.
 author:
-  - egress-proxies maintainers
+  - egress-proxies maintainers (@crawl)
 extends_documentation_fragment:
   - crawl.egress_proxies.providers
 attributes:
@@ -27,6 +27,7 @@ attributes:
     description: A dry run; RV(would_delete) lists what would be deleted.
   diff_mode:
     support: none
+    description: Results describe the instances; there is no before/after diff.
 options:
   provider:
     description: Sweep only this configured provider.

@@ -16,7 +16,7 @@ description:
   - A provider or id that cannot be read is reported in RV(errors) with its error class; it
     never shows up as an empty result.
 author:
-  - egress-proxies maintainers
+  - egress-proxies maintainers (@crawl)
 extends_documentation_fragment:
   - crawl.egress_proxies.providers
 attributes:
@@ -25,6 +25,7 @@ attributes:
     description: Reads only.
   diff_mode:
     support: none
+    description: Results describe the instances; there is no before/after diff.
 options:
   provider:
     description: Name of a configured provider. Required with O(ids); all providers otherwise.

@@ -11,14 +11,14 @@ version_added: 0.1.0
 description:
   - Makes sure an egress proxy instance exists (O(state=present)) or is gone (O(state=absent)) on
     a configured provider (C(local), C(kubernetes), C(gcp), C(kvm), C(kvm2)).
-  - Idempotent: an instance is identified by its name, derived from O(uid) unless given, so a
+  - Idempotent. An instance is identified by its name, derived from O(uid) unless given, so a
     repeated run finds the instance it created before and reports C(changed=false).
   - An existing instance is adopted only when its ownership mark (uid) matches; another uid is a
     permanent error and the instance is left untouched.
   - The batch form O(instances) converges many instances in one module run, concurrently, with
     one result per item. Top-level per-instance options are defaults for every item.
 author:
-  - egress-proxies maintainers
+  - egress-proxies maintainers (@crawl)
 extends_documentation_fragment:
   - crawl.egress_proxies.providers
 attributes:
@@ -27,6 +27,7 @@ attributes:
     description: Reports what would be created or deleted; calls no mutating provider operation.
   diff_mode:
     support: none
+    description: Results describe the instances; there is no before/after diff.
 options:
   provider:
     description: Name of the configured provider (the C(name) of an entry of the providers file).
@@ -81,6 +82,15 @@ options:
   wait_timeout:
     description: Seconds to wait when O(wait) is set. Defaults to C(300).
     type: float
+  invalid_items:
+    description:
+      - What an invalid item of O(instances) does.
+      - V(fail_all) fails the run before anything is touched.
+      - V(fail_item) reports that item as failed (error class C(permanent)) and converges the
+        others, for callers whose items are independent (the controller).
+    type: str
+    choices: [fail_all, fail_item]
+    default: fail_all
   instances:
     description:
       - The batch form. Each item takes the per-instance options above; unset ones inherit the
@@ -220,6 +230,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module 
 def argument_spec() -> dict:
     spec = dict(INSTANCE_OPTIONS)
     spec["instances"] = {"type": "list", "elements": "dict", "options": dict(INSTANCE_OPTIONS)}
+    spec["invalid_items"] = {"type": "str", "choices": ["fail_all", "fail_item"], "default": "fail_all"}
     return spec
 
 

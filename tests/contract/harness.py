@@ -41,8 +41,9 @@ class Backend(Protocol):
         """A request this backend can satisfy, named ``name_from_uid(uid)``."""
 
     def create_unmarked(self, name: str) -> None:
-        """Create an instance named ``name`` without the managed marks, behind the provider's back.
-        The harness removes it at teardown."""
+        """Create an instance named ``name`` without the managed mark and without a UID, behind
+        the provider's back (as another tool or installation would): ``list_by_tag`` must leave
+        it out and ``create`` of that name must not adopt it. The harness removes it at teardown."""
 
     def force_unknown_state(self, provider_id: str) -> None:
         """Put the instance into a backend state the provider does not recognise (or, where the

@@ -118,12 +118,13 @@ class LocalBackend:
         return os.path.join(self.instances_dir, parse_id(provider_id))
 
     def create_unmarked(self, name: str) -> None:
-        """The store's layout with a UID and our installation, but without the managed mark."""
+        """The store's layout, with our installation mark, an empty UID and no managed mark:
+        only the missing managed mark keeps it out of our list, and create must not adopt it."""
         directory = os.path.join(self.instances_dir, name)
         os.makedirs(directory)
         last = list(ipaddress.ip_network(self.address_range).hosts())[-1]
         record = {
-            names.LABEL_UID: "unmarked-" + name,
+            names.LABEL_UID: "",
             names.LABEL_INSTALL: self.installation,
             "name": name,
             "createdAt": "2000-01-01T00:00:00+00:00",
@@ -190,6 +191,12 @@ class LocalBackend:
 
     # -- processes -----------------------------------------------------------------------
 
+    @staticmethod
+    def service_of(pid: int) -> str:
+        """The ``-n`` service name of a Squid (it names its shared-memory segments)."""
+        argv = process._cmdline(pid)
+        return argv[argv.index("-n") + 1] if "-n" in argv[:-1] else ""
+
     def squid_pids(self, conf_path: str | None = None) -> list:
         """Pids whose command line names a squid.conf of this state directory (or ``conf_path``)."""
         prefix = self.instances_dir + os.sep
@@ -226,11 +233,15 @@ class LocalBackend:
                     problems.append("delete %s: %s" % (name, exc))
         for pid in self.squid_pids():
             problems.append("squid pid %d survived delete; killed" % pid)
+            service = self.service_of(pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             child = process._children.pop(pid, None)  # reap what this process started
             if child is not None:
                 child.wait(timeout=5)
+            if service:
+                for segment in glob.glob("/dev/shm/%s-*" % service):
+                    os.unlink(segment)
         if os.path.isdir(self.instances_dir):
             for name in os.listdir(self.instances_dir):
                 for segment in glob.glob("/dev/shm/%s-*" % process.service_name(name)):

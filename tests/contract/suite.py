@@ -15,6 +15,7 @@ import dataclasses
 import datetime
 import ipaddress
 import logging
+import threading
 import time
 import uuid
 
@@ -46,18 +47,18 @@ def cancelled() -> Deadline:
 
 @contextlib.contextmanager
 def cleanup(backend):
-    """Collects provider ids; deletes each at exit (even when the test failed)."""
-    ids = []
+    """Collects provider ids; deletes each at exit (even when the test failed). A failed
+    cleanup fails a passing test, but never masks the failure of a failing one."""
+    ids, problems = [], []
     try:
         yield ids
     finally:
-        problems = []
         for provider_id in ids:
             try:
                 backend.provider.delete(provider_id, dl(backend))
             except Exception as exc:  # report, but keep cleaning the others
                 problems.append("%s: %s" % (provider_id, exc))
-        assert not problems, "cleanup failed: %s" % problems
+    assert not problems, "cleanup failed: %s" % problems
 
 
 def wait_for_state(backend, provider_id: str, wanted: tuple) -> list:
@@ -123,6 +124,27 @@ class ContractSuite:
             assert len(ours) == 1, "one name must be one instance, listed %d: %s" % (len(ours), ours)
             assert ours[0].id == first
 
+    def test_concurrent_creates_of_one_name_make_one_instance(self, backend):
+        req = backend.request(new_uid())
+        results, failures = [], []
+
+        def create():
+            try:
+                results.append(backend.provider.create(req, dl(backend)))
+            except Exception as exc:  # collected: the assertion below names it
+                failures.append(exc)
+
+        with cleanup(backend) as ids:
+            threads = [threading.Thread(target=create) for _worker in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(backend.timeout)
+            ids.extend(sorted(set(results)))
+            assert failures == []
+            assert len(results) == 4 and len(set(results)) == 1
+            assert len([i for i in listed(backend) if i.name == req.name]) == 1
+
     def test_create_marks_instance_for_gc(self, backend):
         req = backend.request(new_uid())
         with cleanup(backend) as ids:
@@ -151,6 +173,14 @@ class ContractSuite:
             assert len([i for i in listed(backend) if i.name == owner.name]) == 1
             # ... and its rightful owner still adopts it.
             assert backend.provider.create(owner, dl(backend)) == provider_id
+
+    def test_create_never_adopts_an_unmarked_instance(self, backend):
+        req = backend.request(new_uid())
+        backend.create_unmarked(req.name)
+        with pytest.raises(ProviderError) as exc_info:
+            backend.provider.create(req, dl(backend))
+        assert_class(exc_info, errors.PERMANENT)
+        assert [i for i in listed(backend) if i.name == req.name] == []
 
     def test_cancelled_create_creates_nothing(self, backend):
         req = backend.request(new_uid())

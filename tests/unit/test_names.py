@@ -32,14 +32,14 @@ def test_matches_the_documented_algorithm(uid):
 
 
 def test_deterministic_and_distinct():
-    uids = [str(uuid.uuid4()) for _ in range(200)]
+    uids = [str(uuid.uuid4()) for _index in range(200)]
     first = [names.name_from_uid(u) for u in uids]
     assert first == [names.name_from_uid(u) for u in uids]
     assert len(set(first)) == len(uids)
 
 
 def test_format_is_a_dns_label():
-    for _ in range(100):
+    for _attempt in range(100):
         name = names.name_from_uid(str(uuid.uuid4()))
         assert re.fullmatch(r"proxy-[a-z2-7]{16}", name), name
         assert len(name) == 22

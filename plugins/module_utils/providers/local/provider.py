@@ -200,13 +200,15 @@ class LocalProvider(contract.Provider, contract.Checker):
             deadline.check("create")
             self._squid_binary()  # fail before anything is written when Squid is missing
             existing = self.store.read(req.name)
-            if existing is not None and existing.get(names.LABEL_UID) not in ("", req.uid):
+            # Adopt only our own instance: one without a UID (not made by create, which writes
+            # the UID atomically) belongs to someone else just as much as one with another UID.
+            if existing is not None and existing.get(names.LABEL_UID) != req.uid:
                 raise errors.permanent(
                     "create",
                     self.name,
                     provider_id,
-                    "instance %s exists and belongs to uid %s, not %s"
-                    % (req.name, existing.get(names.LABEL_UID), req.uid),
+                    "instance %s exists and belongs to uid %r, not %s"
+                    % (req.name, existing.get(names.LABEL_UID, ""), req.uid),
                 )
             if existing is None:
                 squid_user = self._squid_user()
@@ -221,7 +223,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                 )
                 # A concurrent create of the same name may have won the race: re-check the UID.
                 record = self.store.read(req.name)
-                if record is not None and record.get(names.LABEL_UID) not in ("", req.uid):
+                if record is not None and record.get(names.LABEL_UID) != req.uid:
                     raise errors.permanent(
                         "create", self.name, provider_id, "instance %s was created for another uid" % req.name
                     )

@@ -1,0 +1,19 @@
+"""Names of the API this controller serves: group, version, kinds, finalizer, annotations."""
+
+from __future__ import annotations
+
+GROUP = "crawl.example.com"
+VERSION = "v1alpha1"
+PROXY_PLURAL = "proxies"
+PROXY_KIND = "Proxy"
+HEALTH_PLURAL = "providerhealths"
+HEALTH_KIND = "ProviderHealth"
+
+FINALIZER = "crawl.example.com/proxy-cleanup"
+SKIP_CLEANUP_ANNOTATION = "crawl.example.com/skip-cleanup"
+
+COND_READY = "Ready"
+COND_QUOTA = "QuotaExceeded"
+COND_PERMANENT = "PermanentError"
+
+REASON_PROVIDER_NOT_CONFIGURED = "ProviderNotConfigured"

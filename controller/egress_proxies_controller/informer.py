@@ -1,0 +1,144 @@
+"""List + watch of Proxy objects into a local cache, feeding the work queue with keys.
+
+Lists once (recording the list's resourceVersion), then watches from that version with
+bookmarks, resuming from the last version seen after a dropped connection and relisting when
+the server answers 410 Gone (the version is too old). ``synced`` is set after the first full
+list: nothing that needs a complete view (GC's live UIDs) may read the cache before that.
+Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
+finalizers; our own status writes do not, so a status write never triggers another reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger("egress_proxies_controller.informer")
+
+
+def key_of(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace", ""), meta.get("name", ""))
+
+
+def _interesting(old: dict | None, new: dict) -> bool:
+    if old is None:
+        return True
+    a, b = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(a.get(f) != b.get(f) for f in ("generation", "deletionTimestamp", "annotations", "finalizers"))
+
+
+class Informer:
+    def __init__(self, kube, namespace: str | None, on_change, watch_timeout: int = 300):
+        self.kube = kube
+        self.namespace = namespace
+        self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
+        self.watch_timeout = watch_timeout
+        self.synced = threading.Event()
+        self._cache = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watch = None
+        self.relists = 0
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self._cache.get(key)
+
+    def keys(self) -> list:
+        with self._lock:
+            return list(self._cache)
+
+    def uids(self) -> list:
+        """Every cached Proxy's UID; only meaningful once ``synced`` is set."""
+        with self._lock:
+            return [o["metadata"]["uid"] for o in self._cache.values()]
+
+    def store(self, obj: dict) -> None:
+        """Record a newer version the controller itself wrote (keeps the cache ahead of the watch)."""
+        key = key_of(obj)
+        with self._lock:
+            current = self._cache.get(key)
+            if current is None or _rv(obj) >= _rv(current):
+                self._cache[key] = obj
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()
+
+    def run(self) -> None:
+        version = None
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    version = self._list()
+                version = self._watch_from(version)
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("watch expired (410 Gone): relisting")
+                    version = None
+                    continue
+                log.warning("list/watch failed: %s; retrying", exc.reason)
+                self._stop.wait(2.0)
+            except Exception as exc:  # connection reset, timeouts: resume from the last version
+                log.warning("watch interrupted: %s; resuming", exc)
+                self._stop.wait(1.0)
+
+    def _list(self) -> str:
+        listing = self.kube.list_proxies(self.namespace, _request_timeout=60)
+        items = {key_of(o): o for o in listing.get("items", [])}
+        with self._lock:
+            old = self._cache
+            self._cache = items
+        self.relists += 1
+        for key, obj in items.items():
+            if _interesting(old.get(key), obj) or not self.synced.is_set():
+                self.on_change(key)
+        for key in set(old) - set(items):
+            self.on_change(key)
+        self.synced.set()
+        return (listing.get("metadata") or {}).get("resourceVersion")
+
+    def _watch_from(self, version: str) -> str:
+        self._watch = watch.Watch()
+        stream = self._watch.stream(
+            self.kube.list_proxies,
+            self.namespace,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_timeout,
+            _request_timeout=self.watch_timeout + 30,
+        )
+        for event in stream:
+            if self._stop.is_set():
+                break
+            kind, obj = event["type"], event["object"]
+            if kind == "ERROR":
+                code = (obj or {}).get("code")
+                if code == 410:
+                    raise ApiException(status=410, reason="Gone")
+                raise ApiException(status=code or 500, reason=(obj or {}).get("message", "watch error"))
+            version = (obj.get("metadata") or {}).get("resourceVersion") or version
+            if kind == "BOOKMARK":
+                continue
+            key = key_of(obj)
+            with self._lock:
+                old = self._cache.get(key)
+                if kind == "DELETED":
+                    self._cache.pop(key, None)
+                else:
+                    self._cache[key] = obj
+            if kind == "DELETED" or _interesting(old, obj):
+                self.on_change(key)
+        return version
+
+
+def _rv(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0

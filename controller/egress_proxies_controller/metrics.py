@@ -1,0 +1,99 @@
+"""Prometheus metrics of the controller, and the tiny HTTP server for /metrics, /healthz, /readyz.
+
+Module processes are short-lived, so provider-call figures arrive as telemetry records in the
+module results; they become ``egress_proxies_provider_*`` series here.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.provider_ops = Counter(
+            "egress_proxies_provider_operations_total",
+            "Provider calls made by the modules.",
+            ["provider", "op", "class"],
+            registry=self.registry,
+        )
+        self.provider_seconds = Histogram(
+            "egress_proxies_provider_operation_duration_seconds",
+            "Duration of provider calls.",
+            ["provider", "op"],
+            registry=self.registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+        )
+        self.runner_runs = Counter(
+            "egress_proxies_runner_runs_total",
+            "ansible-runner runs by final status.",
+            ["status"],
+            registry=self.registry,
+        )
+        self.runner_seconds = Histogram(
+            "egress_proxies_runner_run_duration_seconds",
+            "Duration of ansible-runner runs.",
+            registry=self.registry,
+            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300),
+        )
+        self.reconciles = Counter(
+            "egress_proxies_reconciles_total",
+            "Reconcile steps by outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.queue_depth = Gauge(
+            "egress_proxies_workqueue_depth", "Keys waiting in the work queue.", registry=self.registry
+        )
+        self.is_leader = Gauge(
+            "egress_proxies_leader", "1 when this replica holds the lease.", registry=self.registry
+        )
+
+    def provider_call(self, record: dict) -> None:
+        provider, op = record.get("provider", ""), record.get("op", "")
+        self.provider_ops.labels(provider, op, record.get("class", "")).inc()
+        self.provider_seconds.labels(provider, op).observe(float(record.get("duration_seconds") or 0))
+
+    def runner_run(self, status: str, seconds: float) -> None:
+        self.runner_runs.labels(status).inc()
+        self.runner_seconds.observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def serve(address: str, metrics: Metrics | None, ready, healthy) -> http.server.ThreadingHTTPServer:
+    """Serve /metrics (when ``metrics``), /healthz and /readyz on ``host:port`` in a daemon thread."""
+    host, _sep, port = address.rpartition(":")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path == "/metrics" and metrics is not None:
+                self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
+            elif self.path == "/healthz":
+                ok = healthy()
+                self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n")
+            elif self.path == "/readyz":
+                ok = ready()
+                self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+            else:
+                self._send(404, b"not found\n")
+
+        def _send(self, code, body, content_type="text/plain; charset=utf-8"):
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+    threading.Thread(target=server.serve_forever, name="http-%s" % port, daemon=True).start()
+    return server

@@ -1,0 +1,71 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The one mapping from kubernetes-client failures to the contract's error classes.
+
+Called by every provider method (through ``provider._fail``); table-tested in
+tests/unit/test_kubernetes_classify.py with the bodies a real API server sends. The hard case
+the reference gave up on: a 403 can be RBAC (Permanent: fix the Role) or a ResourceQuota
+(QuotaExceeded: wait or raise the quota). The API server's quota admission says so in the
+Status message ("exceeded quota: ..."), so it is told apart here. A 403 because the namespace's
+default ServiceAccount does not exist yet (a namespace created a moment ago), because the
+namespace is being deleted, or because a new quota has not been counted yet, is Transient: it
+resolves without anyone editing anything.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+
+QUOTA_MARKERS = ("exceeded quota:",)
+TRANSIENT_403_MARKERS = (
+    "error looking up service account",  # the namespace's default ServiceAccount is not there yet
+    "because it is being terminated",  # the namespace goes away
+    "status unknown for quota",  # a new ResourceQuota the controller has not counted yet
+)
+PERMANENT_STATUSES = (400, 401, 403, 405, 406, 415, 422)
+
+
+def status_of(exc) -> tuple:
+    """``(code, reason, message)`` of an ``ApiException``, from its Status body when it has one."""
+    code = int(getattr(exc, "status", 0) or 0)
+    reason = getattr(exc, "reason", "") or ""
+    message = ""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            status = json.loads(body)
+        except (TypeError, ValueError):
+            status = None
+        if isinstance(status, dict):
+            reason = status.get("reason") or reason
+            message = status.get("message") or ""
+            code = int(status.get("code") or code)
+    return code, reason, message
+
+
+def classify(exc: BaseException) -> str:
+    if isinstance(exc, errors.ProviderError):
+        return exc.error_class
+    if isinstance(exc, DeadlineExceeded):
+        return errors.TRANSIENT
+    if isinstance(exc, sdk.SDKMissing | sdk.ConfigException):
+        return errors.PERMANENT  # install the library or fix the kubeconfig
+    if isinstance(exc, sdk.ApiException):
+        code, _reason, message = status_of(exc)
+        if code == 404:
+            return errors.NOT_FOUND
+        if code == 403:
+            lowered = message.lower()
+            if any(marker in lowered for marker in QUOTA_MARKERS):
+                return errors.QUOTA_EXCEEDED
+            if any(marker in lowered for marker in TRANSIENT_403_MARKERS):
+                return errors.TRANSIENT
+            return errors.PERMANENT
+        if code in PERMANENT_STATUSES:
+            return errors.PERMANENT
+        return errors.TRANSIENT  # 409 conflicts, 410 expired continues, 429, 5xx, status 0
+    return errors.TRANSIENT  # transport errors, timeouts and anything unknown retry

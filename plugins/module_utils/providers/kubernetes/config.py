@@ -1,0 +1,101 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The ``kubernetes:`` config block: image, resources, who may use the proxies, where they go
+and how to reach the cluster.
+
+Read by ``config.py`` through the registry; validation names the exact field
+(``providers[0].kubernetes.resources.limits.cpu: ...``) and never contacts the cluster.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import (
+    BlockModel,
+    check_cidrs,
+    check_dns_label,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
+    Field,
+    field_validator,
+)
+
+# A Squid image; the Pod runs it as the image's proxy user (uid 13) with a read-only root.
+DEFAULT_IMAGE = "docker.io/ubuntu/squid:6.6-24.04_beta"
+DEFAULT_RUN_AS_USER = 13
+# Who may use a proxy unless told otherwise: the private ranges (RFC 1918), where Pod and node
+# networks live. Never everyone.
+DEFAULT_ALLOWED_SOURCE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+RESOURCE_NAMES = ("cpu", "memory", "ephemeral-storage")
+# A Kubernetes quantity as users write it: 100m, 0.5, 64Mi, 1G, 1e3.
+_QUANTITY = re.compile(
+    r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+)
+
+
+def _check_quantities(value: dict) -> dict:
+    for key, quantity in value.items():
+        if key not in RESOURCE_NAMES:
+            raise ValueError("unknown resource %r (allowed: %s)" % (key, ", ".join(RESOURCE_NAMES)))
+        if not _QUANTITY.match(quantity):
+            raise ValueError("%s: %r is not a Kubernetes quantity such as 100m or 64Mi" % (key, quantity))
+    return value
+
+
+class ResourcesConfig(BlockModel):
+    """Requests and limits of the Squid container (``cpu``, ``memory``, ``ephemeral-storage``)."""
+
+    requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "50m", "memory": "64Mi"})
+    limits: dict[str, str] = Field(default_factory=lambda: {"cpu": "500m", "memory": "256Mi"})
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantities(cls, value):
+        return _check_quantities(value)
+
+
+class KubernetesConfig(BlockModel):
+    """Everything optional: the defaults give an in-cluster provider for private-range clients."""
+
+    image: str = Field(default=DEFAULT_IMAGE, min_length=1)
+    run_as_user: int = Field(default=DEFAULT_RUN_AS_USER, ge=1)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    allowed_source_ranges: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ALLOWED_SOURCE_RANGES), min_length=1
+    )
+    namespace: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    request_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        if any(c.isspace() for c in value):
+            raise ValueError("an image reference has no whitespace")
+        return value
+
+    @field_validator("allowed_source_ranges")
+    @classmethod
+    def _cidrs(cls, value):
+        return check_cidrs(value)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value):
+        return None if value is None else check_dns_label(value, "namespace")
+
+    @field_validator("kubeconfig")
+    @classmethod
+    def _kubeconfig(cls, value):
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return value
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, value):
+        if value is not None and not value:
+            raise ValueError("must not be empty (leave it out for the kubeconfig's current context)")
+        return value

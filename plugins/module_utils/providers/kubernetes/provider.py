@@ -1,0 +1,275 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The ``kubernetes`` provider: each instance is a Squid Pod plus its squid.conf ConfigMap.
+
+Contract profile: create submits (returns once the Pod and ConfigMap are accepted; readiness
+comes from ``get``); delete returns early (the Pod terminates on its own and ``get`` shows it,
+never Running, until it is gone); the IP is the PodIP; the marks are Pod labels;
+``created_at`` is the Pod's creationTimestamp; ``list_by_tag`` is one paginated cluster-wide
+list filtered on the managed and installation labels and fails as a whole. Every API call is
+bounded by the Deadline (``_request_timeout``); the client never retries on its own.
+Errors carry the configured provider name. ``CreateRequest.placement`` and ``cloud_init`` are
+ignored: a Pod has no zone or machine type here, and Squid's config is generated
+(docs/kubernetes-provider.md).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
+    check_apiserver,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
+    classify,
+    status_of,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import (
+    format_id,
+    parse_id,
+)
+
+DEFAULT_NAMESPACE = "default"
+LIST_PAGE_SIZE = 500
+
+log = logging.getLogger("crawl.egress_proxies.providers.kubernetes")
+
+
+def _already_exists(exc: BaseException) -> bool:
+    if not isinstance(exc, sdk.ApiException):
+        return False
+    code, reason, _message = status_of(exc)
+    return code == 409 and reason == "AlreadyExists"
+
+
+def _not_found(exc: BaseException) -> bool:
+    return isinstance(exc, sdk.ApiException) and status_of(exc)[0] == 404
+
+
+class KubernetesProvider(contract.Provider, contract.Checker):
+    type_name = "kubernetes"
+
+    def __init__(self, name: str, installation: str, block):
+        super().__init__(name, installation)
+        self.config = block
+        self._client = None  # built on first use: constructing a provider never dials
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _api_client(self):
+        if self._client is None:
+            self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
+        return self._client
+
+    def _core(self):
+        return sdk.k8s_client.CoreV1Api(self._api_client())
+
+    def _timeout(self, deadline, op: str) -> float:
+        deadline.check(op)
+        return deadline.budget(self.config.request_timeout_seconds)
+
+    def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
+        if isinstance(exc, sdk.ApiException):
+            code, reason, message = status_of(exc)
+            log.info(
+                "provider=%s op=%s id=%s api error %s %s: %s",
+                self.name,
+                op,
+                provider_id,
+                code,
+                reason,
+                message,
+            )
+            cause = "%s %s: %s" % (code, reason, message or exc)
+            err = errors.wrap(classify(exc), op, self.name, provider_id, cause)
+            err.__cause__ = exc  # the SDK error stays reachable
+            return err
+        return errors.wrap(classify(exc), op, self.name, provider_id, exc)
+
+    def _namespace_for(self, req: contract.CreateRequest) -> str:
+        return self.config.namespace or req.namespace or DEFAULT_NAMESPACE
+
+    def _instance(self, pod) -> contract.Instance:
+        meta, status = pod.metadata, pod.status
+        labels = meta.labels or {}
+        state = podlib.state_of(
+            (status.phase if status else "") or "",
+            (status.pod_ip if status else "") or "",
+            meta.deletion_timestamp is not None,
+            podlib.pod_ready(status.conditions if status else None),
+        )
+        created = meta.creation_timestamp
+        if isinstance(created, datetime.datetime) and created.tzinfo is None:
+            created = created.replace(tzinfo=datetime.UTC)
+        return contract.Instance(
+            id=format_id(meta.namespace, meta.name),
+            name=meta.name,
+            uid=labels.get(names.LABEL_UID, ""),
+            state=state,
+            ip=status.pod_ip if state == contract.RUNNING else "",
+            created_at=created if isinstance(created, datetime.datetime) else None,
+            installation=labels.get(names.LABEL_INSTALL, ""),
+        )
+
+    def _ensure_config_map(self, core, req, namespace: str, pod_uid: str, deadline) -> None:
+        """Create the squid.conf ConfigMap, or bring an existing one of the same proxy up to date
+        (it may still be owned by a previous Pod of the same name)."""
+        body = podlib.build_config_map(req, namespace, self.installation, self.config, pod_uid)
+        try:
+            core.create_namespaced_config_map(
+                namespace, body, _request_timeout=self._timeout(deadline, "create")
+            )
+            return
+        except sdk.ApiException as exc:
+            if not _already_exists(exc):
+                raise
+        current = core.read_namespaced_config_map(
+            req.name, namespace, _request_timeout=self._timeout(deadline, "create")
+        )
+        owner_uid = (current.metadata.labels or {}).get(names.LABEL_UID, "")
+        if owner_uid != req.uid:
+            raise errors.permanent(
+                "create",
+                self.name,
+                format_id(namespace, req.name),
+                "ConfigMap %s/%s exists and belongs to uid %r, not %s"
+                % (namespace, req.name, owner_uid, req.uid),
+            )
+        owners = [ref.uid for ref in current.metadata.owner_references or ()]
+        if owners == [pod_uid] and (current.data or {}) == body["data"]:
+            return
+        body["metadata"]["resourceVersion"] = current.metadata.resource_version
+        core.replace_namespaced_config_map(
+            req.name, namespace, body, _request_timeout=self._timeout(deadline, "create")
+        )
+
+    # -- contract ------------------------------------------------------------------------
+
+    def id_for(self, name, placement):
+        if self.config.namespace and names.is_dns_label(name):
+            return format_id(self.config.namespace, name)
+        return None
+
+    def create(self, req: contract.CreateRequest, deadline) -> str:
+        namespace = self._namespace_for(req)
+        provider_id = format_id(namespace, req.name)
+        if not names.is_dns_label(req.name):
+            raise errors.permanent("create", self.name, req.name, "name %r is not a DNS label" % req.name)
+        if not names.is_dns_label(namespace):
+            raise errors.permanent(
+                "create", self.name, provider_id, "namespace %r is not a DNS label" % namespace
+            )
+        if not req.uid:
+            raise errors.permanent("create", self.name, provider_id, "uid is required (it is the GC mark)")
+        if not 1 <= int(req.port) <= 65535:
+            raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
+        log.info("provider=%s op=create request=%s", self.name, req.describe())
+        try:
+            core = self._core()
+            body = podlib.build_pod(req, namespace, self.installation, self.config)
+            try:
+                pod = core.create_namespaced_pod(
+                    namespace, body, _request_timeout=self._timeout(deadline, "create")
+                )
+                log.info("provider=%s op=create id=%s pod created", self.name, provider_id)
+            except sdk.ApiException as exc:
+                if not _already_exists(exc):
+                    raise
+                pod = core.read_namespaced_pod(
+                    req.name, namespace, _request_timeout=self._timeout(deadline, "create")
+                )
+                owner_uid = (pod.metadata.labels or {}).get(names.LABEL_UID, "")
+                if owner_uid != req.uid:
+                    raise errors.permanent(
+                        "create",
+                        self.name,
+                        provider_id,
+                        "Pod %s exists and belongs to uid %r, not %s" % (provider_id, owner_uid, req.uid),
+                    ) from None
+                log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
+            self._ensure_config_map(core, req, namespace, pod.metadata.uid, deadline)
+        except errors.ProviderError:
+            raise
+        except Exception as exc:
+            raise self._fail("create", provider_id, exc) from exc
+        return provider_id
+
+    def get(self, provider_id: str, deadline) -> contract.Instance:
+        try:
+            namespace, name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("get", self.name, provider_id, exc) from exc
+        try:
+            pod = self._core().read_namespaced_pod(
+                name, namespace, _request_timeout=self._timeout(deadline, "get")
+            )
+            return self._instance(pod)
+        except Exception as exc:
+            raise self._fail("get", provider_id, exc) from exc
+
+    def delete(self, provider_id: str, deadline) -> None:
+        try:
+            namespace, name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("delete", self.name, provider_id, exc) from exc
+        try:
+            core = self._core()
+            for remove in (core.delete_namespaced_pod, core.delete_namespaced_config_map):
+                try:
+                    remove(
+                        name,
+                        namespace,
+                        propagation_policy="Background",
+                        _request_timeout=self._timeout(deadline, "delete"),
+                    )
+                except sdk.ApiException as exc:
+                    if not _not_found(exc):
+                        raise
+            log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)
+        except Exception as exc:
+            raise self._fail("delete", provider_id, exc) from exc
+
+    def list_by_tag(self, deadline) -> list:
+        selector = "%s=%s,%s=%s" % (
+            names.LABEL_MANAGED,
+            names.LABEL_MANAGED_VALUE,
+            names.LABEL_INSTALL,
+            self.installation,
+        )
+        out = []
+        try:
+            core = self._core()
+            token = None
+            while True:
+                kwargs = {"label_selector": selector, "limit": LIST_PAGE_SIZE}
+                if token:
+                    kwargs["_continue"] = token
+                page = core.list_pod_for_all_namespaces(
+                    _request_timeout=self._timeout(deadline, "list"), **kwargs
+                )
+                for item in page.items:
+                    # The selector did the filtering; check again so a mislabelled answer never
+                    # reaches GC.
+                    labels = item.metadata.labels or {}
+                    if names.is_managed(labels) and labels.get(names.LABEL_INSTALL) == self.installation:
+                        out.append(self._instance(item))
+                token = page.metadata._continue if page.metadata else None
+                if not token:
+                    break
+        except Exception as exc:
+            raise self._fail("list", "", exc) from exc
+        return out
+
+    def check(self, deadline) -> list:
+        return [check_apiserver(self, deadline)]
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            finally:
+                self._client = None

@@ -1,0 +1,85 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The kubernetes client behind a guarded import, and the one place an API client is built.
+
+Only this provider package imports the SDK. Where it is missing, the collection still imports;
+building a client then raises ``SDKMissing`` (classified Permanent: installing the library
+fixes it). ``api_client`` reads the kubeconfig (or the in-cluster service account) without
+contacting the API server, and disables the client's own retries: the caller's Deadline bounds
+every call through ``_request_timeout``.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    # Re-exported, unused here: classify, check and provider catch sdk.ApiException and friends.
+    from kubernetes.client.exceptions import ApiException  # pylint: disable=unused-import
+    from kubernetes.config.config_exception import ConfigException  # pylint: disable=unused-import
+
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - exercised by ansible-test's import sanity test
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+    k8s_client = None
+    k8s_config = None
+
+    class ApiException(Exception):  # type: ignore[no-redef]
+        """Stand-in: never raised without the library."""
+
+        status = 0
+        reason = ""
+        body = ""
+
+    class ConfigException(Exception):  # type: ignore[no-redef]
+        """Stand-in: never raised without the library."""
+
+
+try:
+    import urllib3.exceptions as urllib3_exceptions
+except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes client
+    urllib3_exceptions = None
+
+
+class SDKMissing(Exception):
+    """The kubernetes Python client is not installed where the module runs."""
+
+
+def require_sdk() -> None:
+    if KUBERNETES_IMPORT_ERROR is not None:
+        raise SDKMissing(
+            "the kubernetes Python library is required by the kubernetes provider; install it on "
+            "the host that runs the modules (pip install kubernetes)"
+        )
+
+
+def api_client(kubeconfig: str | None, context: str | None):
+    """An ``ApiClient`` for the kubeconfig (and context), else for the in-cluster config."""
+    require_sdk()
+    configuration = k8s_client.Configuration()
+    if kubeconfig or context:
+        k8s_config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+        )
+    else:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take
+    return k8s_client.ApiClient(configuration)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """A socket or read timeout surfaced by urllib3 (directly or as a retry's reason)."""
+    if urllib3_exceptions is None:
+        return False
+    if isinstance(exc, urllib3_exceptions.MaxRetryError):
+        exc = exc.reason or exc
+    if isinstance(exc, urllib3_exceptions.NewConnectionError):
+        return False  # urllib3 derives it from ConnectTimeoutError, but "refused" is no timeout
+    return isinstance(exc, urllib3_exceptions.TimeoutError | TimeoutError)
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    return urllib3_exceptions is not None and isinstance(exc, urllib3_exceptions.HTTPError)

@@ -1,0 +1,284 @@
+"""End-to-end harness: the shipped CRDs and RBAC on the test API server, and the controller as a
+real process running under a ServiceAccount token bound only by the shipped RBAC.
+
+``install_api`` applies controller/config/crd and controller/config/rbac (create, or replace
+when present). ``ControllerProcess`` writes a providers file, starts
+``python -m egress_proxies_controller`` with short intervals, and stops it by pid; ``kill()``
+sends SIGKILL for the crash tests.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import yaml
+from cluster import kube_testlib
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONFIG = os.path.join(ROOT, "controller", "config")
+CONTROLLER_NS = "egress-proxies-system"
+SA = "egress-proxies-controller"
+GROUP, VERSION, PLURAL = "crawl.example.com", "v1alpha1", "proxies"
+
+
+def _docs(directory: str) -> list:
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.yaml"))):
+        if path.endswith("kustomization.yaml"):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            out.extend(d for d in yaml.safe_load_all(handle) if d)
+    return out
+
+
+def _apply(admin, doc: dict) -> None:
+    kind = doc["kind"]
+    meta = doc["metadata"]
+    if kind == "CustomResourceDefinition":
+        api = k8s.ApiextensionsV1Api(admin)
+        try:
+            api.create_custom_resource_definition(doc)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            current = api.read_custom_resource_definition(meta["name"])
+            doc = dict(doc, metadata=dict(meta, resourceVersion=current.metadata.resource_version))
+            api.replace_custom_resource_definition(meta["name"], doc)
+        kube_testlib.wait_for(
+            "CRD %s established" % meta["name"],
+            lambda: any(
+                c.type == "Established" and c.status == "True"
+                for c in api.read_custom_resource_definition(meta["name"]).status.conditions or ()
+            ),
+        )
+        return
+    rbac, core = k8s.RbacAuthorizationV1Api(admin), k8s.CoreV1Api(admin)
+    create = {
+        "ServiceAccount": lambda: core.create_namespaced_service_account(meta["namespace"], doc),
+        "ClusterRole": lambda: rbac.create_cluster_role(doc),
+        "ClusterRoleBinding": lambda: rbac.create_cluster_role_binding(doc),
+        "Role": lambda: rbac.create_namespaced_role(meta["namespace"], doc),
+        "RoleBinding": lambda: rbac.create_namespaced_role_binding(meta["namespace"], doc),
+        "Namespace": lambda: core.create_namespace(doc),
+    }[kind]
+    try:
+        create()
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        replace = {
+            "ClusterRole": lambda: rbac.replace_cluster_role(meta["name"], doc),
+            "ClusterRoleBinding": lambda: rbac.replace_cluster_role_binding(meta["name"], doc),
+            "Role": lambda: rbac.replace_namespaced_role(meta["name"], meta["namespace"], doc),
+            "RoleBinding": lambda: rbac.replace_namespaced_role_binding(meta["name"], meta["namespace"], doc),
+        }.get(kind)
+        if replace:
+            replace()
+
+
+def install_api(admin) -> None:
+    """The CRDs, the controller's namespace and its RBAC, exactly as shipped."""
+    for doc in _docs(os.path.join(CONFIG, "crd")):
+        _apply(admin, doc)
+    _apply(admin, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CONTROLLER_NS}})
+    for doc in _docs(os.path.join(CONFIG, "rbac")):
+        _apply(admin, doc)
+
+
+def install_kubernetes_provider_rbac(admin) -> None:
+    for doc in _docs(os.path.join(CONFIG, "rbac", "kubernetes-provider")):
+        _apply(admin, doc)
+
+
+def service_account_kubeconfig(admin, cluster, path: str) -> str:
+    token = (
+        k8s.CoreV1Api(admin)
+        .create_namespaced_service_account_token(SA, CONTROLLER_NS, {"spec": {"expirationSeconds": 3600}})
+        .status.token
+    )
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "test",
+                "cluster": {"server": cluster.server, "certificate-authority": cluster.pki["ca_crt"]},
+            }
+        ],
+        "users": [{"name": SA, "user": {"token": token}}],
+        "contexts": [{"name": "controller", "context": {"cluster": "test", "user": SA}}],
+        "current-context": "controller",
+    }
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(doc, handle)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ControllerProcess:
+    def __init__(self, workdir: str, kubeconfig: str, providers: dict, namespace: str, lease_id: str):
+        self.workdir = workdir
+        self.kubeconfig = kubeconfig
+        self.providers_file = os.path.join(workdir, "providers.yaml")
+        self.namespace = namespace
+        self.lease_id = lease_id
+        self.health_port = free_port()
+        self.metrics_port = free_port()
+        self.proc = None
+        self.log_path = os.path.join(workdir, "controller.log")
+        self.write_providers(providers)
+
+    def write_providers(self, providers: dict) -> None:
+        tmp = self.providers_file + ".tmp"
+        with open(tmp, "w") as handle:
+            yaml.safe_dump(providers, handle)
+        os.replace(tmp, self.providers_file)
+
+    def start(self, fault: str = "") -> None:
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.path.join(ROOT, "controller"),
+            ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".venv", "collections"),
+        )
+        env.pop("EGRESS_PROXIES_CONTROLLER_FAULT", None)
+        if fault:
+            env["EGRESS_PROXIES_CONTROLLER_FAULT"] = fault
+        argv = [
+            sys.executable,
+            "-m",
+            "egress_proxies_controller",
+            "--kubeconfig",
+            self.kubeconfig,
+            "--providers-file",
+            self.providers_file,
+            "--namespace",
+            self.namespace,
+            "--work-dir",
+            os.path.join(self.workdir, "runner"),
+            "--health-addr",
+            "127.0.0.1:%d" % self.health_port,
+            "--metrics-addr",
+            "127.0.0.1:%d" % self.metrics_port,
+            "--leader-elect",
+            "--leader-election-namespace",
+            CONTROLLER_NS,
+            "--leader-election-id",
+            self.lease_id,
+            "--provisioning-poll",
+            "1",
+            "--deletion-poll",
+            "1",
+            "--running-poll",
+            "3",
+            "--quota-retry",
+            "3",
+            "--backoff-base",
+            "0.5",
+            "--backoff-max",
+            "5",
+            "--log-format",
+            "text",
+            "--log-level",
+            "INFO",
+        ]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed at stop
+        self.proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=self.workdir
+        )
+        self._log = log
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        import urllib.request
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError("controller exited %s:\n%s" % (self.proc.returncode, self.tail()))
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.health_port, timeout=1) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        kube_testlib.wait_for("controller ready", ready, timeout=timeout)
+
+    def metrics(self) -> str:
+        import urllib.request
+
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5) as r:
+            return r.read().decode()
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self._log.close()
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        os.kill(self.proc.pid, signal.SIGTERM)
+        try:
+            return self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+            raise AssertionError("controller did not stop on SIGTERM within 60 s:\n" + self.tail()) from None
+        finally:
+            self._log.close()
+
+    def tail(self, lines: int = 60) -> str:
+        with open(self.log_path, errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:])
+
+
+def proxy_body(name: str, spec: dict) -> dict:
+    return {
+        "apiVersion": "%s/%s" % (GROUP, VERSION),
+        "kind": "Proxy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def condition(obj: dict, cond_type: str) -> dict:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond["type"] == cond_type:
+            return cond
+    return {}
+
+
+def wait_proxy(custom, namespace: str, name: str, predicate, what: str, timeout: float = 90, proc=None):
+    def probe():
+        if proc is not None and proc.proc.poll() is not None:
+            raise AssertionError("controller exited %s:\n%s" % (proc.proc.returncode, proc.tail()))
+        try:
+            obj = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return "gone" if predicate("gone") else None
+            raise
+        return obj if predicate(obj) else None
+
+    try:
+        return kube_testlib.wait_for(what, probe, timeout=timeout, interval=0.3)
+    except Exception as exc:
+        extra = ("\n--- controller log ---\n" + proc.tail()) if proc is not None else ""
+        raise AssertionError("%s%s" % (exc, extra)) from None
+
+
+def settle(seconds: float) -> None:
+    time.sleep(seconds)

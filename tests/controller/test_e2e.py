@@ -1,0 +1,327 @@
+"""The controller end to end on the real test API server (tests/cluster), running as a real
+process under a ServiceAccount bound only by the shipped RBAC, reconciling through the modules
+run by ansible-runner, against real Squid (local provider) and kwok Pods (kubernetes provider).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import subprocess
+import urllib.request
+import uuid
+
+import pytest
+from cluster import kube_testlib
+from contract.local_backend import random_loopback_range
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from . import e2e_lib
+from .e2e_lib import GROUP, PLURAL, VERSION, condition, proxy_body, wait_proxy
+
+pytestmark = [pytest.mark.squid]
+
+
+@pytest.fixture(scope="session")
+def controller_api(kube_admin):
+    e2e_lib.install_api(kube_admin)
+    e2e_lib.install_kubernetes_provider_rbac(kube_admin)
+    return kube_admin
+
+
+class E2E:
+    def __init__(self, admin, cluster, namespace, tmp_path):
+        self.admin = admin
+        self.custom = k8s.CustomObjectsApi(admin)
+        self.namespace = namespace
+        self.state_dir = str(tmp_path / "local-state")
+        self.kubeconfig = e2e_lib.service_account_kubeconfig(
+            admin, cluster, str(tmp_path / "controller.kubeconfig")
+        )
+        self.installation = "e2e-%08x" % random.SystemRandom().getrandbits(32)
+        self.providers = {
+            "installation": self.installation,
+            "providers": [
+                {
+                    "name": "local",
+                    "type": "local",
+                    "local": {"stateDir": self.state_dir, "addressRange": random_loopback_range()},
+                },
+                {
+                    "name": "tiny",
+                    "type": "local",
+                    "local": {"stateDir": self.state_dir + "-tiny", "addressRange": _tiny_range()},
+                },
+                {"name": "k8s", "type": "kubernetes", "kubernetes": {"kubeconfig": self.kubeconfig}},
+            ],
+        }
+        self.controller = e2e_lib.ControllerProcess(
+            str(tmp_path), self.kubeconfig, self.providers, namespace, "lease-" + namespace
+        )
+
+    def create(self, name: str, spec: dict) -> dict:
+        return self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, proxy_body(name, spec)
+        )
+
+    def patch_spec(self, name: str, spec: dict) -> dict:
+        return self.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name, {"spec": spec}
+        )
+
+    def delete(self, name: str) -> None:
+        try:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def wait(self, name: str, predicate, what: str, timeout: float = 90):
+        return wait_proxy(self.custom, self.namespace, name, predicate, what, timeout, self.controller)
+
+    def wait_ready(self, name: str, timeout: float = 90) -> dict:
+        return self.wait(
+            name,
+            lambda o: o != "gone" and condition(o, "Ready").get("status") == "True",
+            "%s Ready" % name,
+            timeout,
+        )
+
+    def wait_gone(self, name: str, timeout: float = 90) -> None:
+        self.wait(name, lambda o: o == "gone", "%s deleted" % name, timeout)
+
+    def instances(self, state_dir: str | None = None) -> list:
+        directory = os.path.join(state_dir or self.state_dir, "instances")
+        return (
+            sorted(n for n in os.listdir(directory) if not n.startswith("."))
+            if os.path.isdir(directory)
+            else []
+        )
+
+    def events(self, name: str) -> list:
+        items = (
+            k8s.CoreV1Api(self.admin)
+            .list_namespaced_event(self.namespace, field_selector="involvedObject.name=%s" % name)
+            .items
+        )
+        return [(e.reason, e.message) for e in items]
+
+    def cleanup(self) -> None:
+        proxies = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]
+        for item in proxies:
+            self.delete(item["metadata"]["name"])
+        if self.controller.proc is not None and self.controller.proc.poll() is None:
+            for item in proxies:
+                self.wait_gone(item["metadata"]["name"], timeout=60)
+        rc = self.controller.stop()
+        assert rc == 0, "controller exited %s on SIGTERM:\n%s" % (rc, self.controller.tail())
+        for directory in (self.state_dir, self.state_dir + "-tiny"):
+            assert self.instances(directory) == [], "instances left behind in %s" % directory
+
+
+def _tiny_range() -> str:
+    """A /30: two usable addresses, so the third proxy meets a real capacity limit (QuotaExceeded)."""
+    base = random_loopback_range().rsplit(".", 1)[0]
+    return "%s.%d/30" % (base, 4 * random.randint(1, 60))
+
+
+@pytest.fixture
+def e2e(controller_api, kube_cluster, kube_namespace, tmp_path):
+    env = E2E(controller_api, kube_cluster, kube_namespace, tmp_path)
+    env.controller.start()
+    env.controller.wait_ready()
+    try:
+        yield env
+    finally:
+        env.cleanup()
+
+
+def http_through(proxy_ip: str, port: int, origin_port: int) -> dict:
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({"http": "http://%s:%d" % (proxy_ip, port)})
+    )
+    with opener.open("http://127.0.0.1:%d/via-proxy" % origin_port, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def origin(tmp_path):
+    info = tmp_path / "echo.json"
+    script = os.path.join(e2e_lib.ROOT, "playbooks", "files", "echo_server.py")
+    proc = subprocess.Popen(["python3", script, "--info-file", str(info), "--lifetime", "600"])
+    kube_testlib.wait_for("echo server", info.exists, timeout=10)
+    try:
+        yield json.loads(info.read_text())["port"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_local_proxy_becomes_ready_carries_traffic_and_is_cleaned_up(e2e, origin):
+    e2e.create("web", {"provider": "local"})
+    obj = e2e.wait_ready("web")
+    status = obj["status"]
+    assert status["state"] == "Running" and status["ip"].startswith("127.")
+    assert status["providerID"].startswith("local/proxy-")
+    assert "crawl.example.com/proxy-cleanup" in obj["metadata"]["finalizers"]
+    assert http_through(status["ip"], 3128, origin)["client"] == status["ip"]
+    reasons = [r for r, _m in e2e.events("web")]
+    assert "Created" in reasons and "Ready" in reasons
+    metrics = e2e.controller.metrics()
+    assert 'egress_proxies_provider_operations_total{class="ok",op="create",provider="local"}' in metrics
+    e2e.delete("web")
+    e2e.wait_gone("web")
+    assert e2e.instances() == []
+
+
+def test_spec_change_replaces_the_instance(e2e, origin):
+    e2e.create("rep", {"provider": "local", "port": 3128})
+    first = e2e.wait_ready("rep")["status"]
+    e2e.patch_spec("rep", {"port": 3130})
+    second = e2e.wait(
+        "rep",
+        lambda o: (
+            o != "gone"
+            and o["status"].get("specHash") != first["specHash"]
+            and condition(o, "Ready").get("status") == "True"
+        ),
+        "replacement Ready",
+    )["status"]
+    assert second["providerID"] == first["providerID"]  # same name: the replacement reuses it
+    assert http_through(second["ip"], 3130, origin)["client"] == second["ip"]
+    assert len(e2e.instances()) == 1
+
+
+def test_unknown_provider_latches_and_is_released_when_configured(e2e):
+    e2e.create("late", {"provider": "later"})
+    obj = e2e.wait(
+        "late",
+        lambda o: o != "gone" and condition(o, "PermanentError").get("status") == "True",
+        "PermanentError latched",
+    )
+    assert condition(obj, "PermanentError")["reason"] == "ProviderNotConfigured"
+    assert "later" in condition(obj, "Ready")["message"]
+    providers = json.loads(json.dumps(e2e.providers))
+    providers["providers"].append(
+        {
+            "name": "later",
+            "type": "local",
+            "local": {"stateDir": e2e.state_dir, "addressRange": random_loopback_range()},
+        }
+    )
+    e2e.controller.write_providers(providers)
+    obj = e2e.wait_ready("late")
+    assert condition(obj, "PermanentError")["status"] == "False"
+
+
+def test_capacity_limit_sets_quota_exceeded_and_retries(e2e):
+    names = ("q1", "q2", "q3")
+    for name in names:
+        e2e.create(name, {"provider": "tiny"})
+
+    def settled():
+        objs = {
+            n: e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, n)
+            for n in names
+        }
+        quota = [n for n, o in objs.items() if condition(o, "QuotaExceeded").get("status") == "True"]
+        ready = [n for n, o in objs.items() if condition(o, "Ready").get("status") == "True"]
+        return (quota, ready, objs) if len(quota) == 1 and len(ready) == 2 else None
+
+    quota, ready, objs = kube_testlib.wait_for("two Ready, one QuotaExceeded", settled, timeout=90)
+    blocked = objs[quota[0]]
+    assert "exhausted" in condition(blocked, "QuotaExceeded")["message"]
+    assert not blocked["status"].get("providerID")
+    assert condition(blocked, "Ready")["reason"] == "QuotaExceeded"
+    e2e.delete(ready[0])
+    e2e.wait_gone(ready[0])
+    now_ready = e2e.wait_ready(quota[0], timeout=60)  # retried after quota_retry, now that there is room
+    assert condition(now_ready, "QuotaExceeded")["status"] == "False"
+
+
+def test_kubernetes_provider_proxy_becomes_ready_on_kwok(e2e):
+    e2e.create("pod", {"provider": "k8s"})
+    obj = e2e.wait_ready("pod", timeout=120)
+    namespace, name = obj["status"]["providerID"].split("/")
+    pod = k8s.CoreV1Api(e2e.admin).read_namespaced_pod(name, namespace)
+    assert pod.status.pod_ip == obj["status"]["ip"]
+
+
+def test_cloud_init_from_a_secret_never_leaks(e2e):
+    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
+    k8s.CoreV1Api(e2e.admin).create_namespaced_secret(
+        e2e.namespace,
+        {
+            "metadata": {"name": "ci"},
+            "data": {"user-data": base64.b64encode(("#cloud-config\n# %s\n" % sentinel).encode()).decode()},
+        },
+    )
+    e2e.create("sec", {"provider": "local", "cloudInit": {"secretRef": {"name": "ci", "key": "user-data"}}})
+    obj = e2e.wait_ready("sec")
+    assert sentinel not in json.dumps(obj)
+    assert all(sentinel not in m for _r, m in e2e.events("sec"))
+    assert sentinel not in e2e.controller.tail(100000)
+    leaked = subprocess.run(["grep", "-rl", sentinel, e2e.controller.workdir], capture_output=True, text=True)
+    assert leaked.stdout == "", "sentinel found in %s" % leaked.stdout
+    runner = os.path.join(e2e.controller.workdir, "runner")
+    assert oct(os.stat(runner).st_mode & 0o777) == "0o700"
+
+
+def test_crash_after_create_before_status_converges_to_one_instance(e2e):
+    e2e.controller.stop()
+    e2e.controller.start(fault="after-create")
+    e2e.controller.wait_ready()
+    e2e.create("crash", {"provider": "local"})
+    kube_testlib.wait_for(
+        "controller killed by the fault", lambda: e2e.controller.proc.poll() is not None, 60
+    )
+    assert e2e.controller.proc.returncode == 137
+    obj = e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, "crash")
+    assert not (obj.get("status") or {}).get("providerID")  # created, but never recorded
+    assert len(e2e.instances()) == 1
+    e2e.controller.start()
+    e2e.controller.wait_ready()
+    e2e.wait_ready("crash")
+    assert len(e2e.instances()) == 1  # the repeated create adopted it: exactly one instance
+
+
+def test_crash_during_deletion_still_releases(e2e):
+    e2e.create("gone", {"provider": "local"})
+    e2e.wait_ready("gone")
+    e2e.controller.stop()
+    e2e.controller.start(fault="after-delete")
+    e2e.controller.wait_ready()
+    e2e.delete("gone")
+    kube_testlib.wait_for(
+        "controller killed by the fault", lambda: e2e.controller.proc.poll() is not None, 60
+    )
+    e2e.controller.start()
+    e2e.controller.wait_ready()
+    e2e.wait_gone("gone")
+    assert e2e.instances() == []
+
+
+@pytest.mark.parametrize(
+    "spec,field",
+    [
+        ({"provider": "local", "port": 70000}, "spec.port"),
+        ({"port": 3128}, "spec.provider"),
+        ({"provider": "Not_A_Label"}, "spec.provider"),
+        (
+            {"provider": "local", "cloudInit": {"inline": "x", "secretRef": {"name": "a", "key": "b"}}},
+            "cloudInit",
+        ),
+        ({"provider": "local", "colour": "blue"}, "colour"),
+    ],
+)
+def test_invalid_proxies_are_rejected_by_the_api_server(controller_api, kube_namespace, spec, field):
+    custom = k8s.CustomObjectsApi(controller_api)
+    with pytest.raises(ApiException) as caught:
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, kube_namespace, PLURAL, proxy_body("bad", spec), field_validation="Strict"
+        )
+    assert caught.value.status in (400, 422), caught.value.body
+    assert field in caught.value.body
