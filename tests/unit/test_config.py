@@ -52,7 +52,7 @@ BAD = [
         "providers[1].name: duplicate provider name 'a' (also providers[0])",
     ),
     ("unknown type", second({"name": "b", "type": "gce"}), "providers[1].type: unknown provider type 'gce'"),
-    ("missing type", second({"name": "b"}), "providers[1].type: required, one of local"),
+    ("missing type", second({"name": "b"}), "providers[1].type: required, one of gcp, kubernetes, local"),
     (
         "unknown key in entry",
         second({"name": "b", "type": "local", "zone": "x"}),
