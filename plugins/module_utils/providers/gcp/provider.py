@@ -125,11 +125,6 @@ class GcpProvider(contract.Provider, contract.Checker):
             raise
         return sorted(ops, key=_op_order)
 
-    @staticmethod
-    def _latest(ops: list, op_type: str):
-        matching = [o for o in ops if o.get("operationType") == op_type]
-        return matching[-1] if matching else None
-
     def _validate(self, req: contract.CreateRequest) -> None:
         if not NAME_RE.fullmatch(req.name or ""):
             raise _Invalid("name %r is not a Compute Engine instance name" % (req.name,))
