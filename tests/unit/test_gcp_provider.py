@@ -349,16 +349,24 @@ def test_not_found_without_operations_is_not_found():
 
 
 @pytest.mark.parametrize(
-    ("ops", "expected", "text"),
+    ("make_ops", "expected", "text"),
     [
-        ([op("insert", error="QUOTA_EXCEEDED", http=403)], errors.QUOTA_EXCEEDED, "QUOTA_EXCEEDED"),
-        ([op("insert", error="RESOURCE_NOT_FOUND", http=404)], errors.PERMANENT, "RESOURCE_NOT_FOUND"),
-        ([op("insert", error="INVALID_FIELD_VALUE", http=400)], errors.PERMANENT, "INVALID_FIELD_VALUE"),
-        ([op("insert", status="RUNNING")], errors.TRANSIENT, "not visible yet"),
-        ([op("insert", status="PENDING")], errors.TRANSIENT, "not visible yet"),
-        ([op("insert")], errors.NOT_FOUND, "no instance"),  # created, then gone
+        (lambda: [op("insert", error="QUOTA_EXCEEDED", http=403)], errors.QUOTA_EXCEEDED, "QUOTA_EXCEEDED"),
         (
-            [
+            lambda: [op("insert", error="RESOURCE_NOT_FOUND", http=404)],
+            errors.PERMANENT,
+            "RESOURCE_NOT_FOUND",
+        ),
+        (
+            lambda: [op("insert", error="INVALID_FIELD_VALUE", http=400)],
+            errors.PERMANENT,
+            "INVALID_FIELD_VALUE",
+        ),
+        (lambda: [op("insert", status="RUNNING")], errors.TRANSIENT, "not visible yet"),
+        (lambda: [op("insert", status="PENDING")], errors.TRANSIENT, "not visible yet"),
+        (lambda: [op("insert")], errors.NOT_FOUND, "no instance"),  # created, then gone
+        (
+            lambda: [
                 op("insert", at=ago(50)),
                 op("delete", at=ago(40)),
             ],
@@ -367,7 +375,7 @@ def test_not_found_without_operations_is_not_found():
         ),
         (
             # the latest insert counts: an old failure, then a successful retry that was deleted
-            [
+            lambda: [
                 op("insert", error="QUOTA_EXCEEDED", http=403, at=ago(50)),
                 op("insert", at=ago(30)),
                 op("delete", at=ago(20)),
@@ -376,7 +384,7 @@ def test_not_found_without_operations_is_not_found():
             "no instance",
         ),
         (
-            [
+            lambda: [
                 op("insert", at=ago(50)),
                 op("insert", error="QUOTA_EXCEEDED", http=403, at=ago(30)),
             ],
@@ -384,10 +392,22 @@ def test_not_found_without_operations_is_not_found():
             "QUOTA_EXCEEDED",
         ),
     ],
+    ids=[
+        "quota",
+        "bad-image",
+        "bad-machine-type",
+        "insert-running",
+        "insert-pending",
+        "created-then-gone",
+        "deleted",
+        "failed-then-retried-then-deleted",
+        "latest-insert-failed",
+    ],
 )
-def test_async_insert_failures_reach_get(ops, expected, text):
+def test_async_insert_failures_reach_get(make_ops, expected, text):
     provider, seam = make()
-    seam.operations[ZONE] = list(reversed(ops))  # the provider orders them itself
+    # Built now, not at collection: the failure window counts from the operations' times.
+    seam.operations[ZONE] = list(reversed(make_ops()))  # the provider orders them itself
     with pytest.raises(errors.ProviderError) as exc_info:
         provider.get(PID, Deadline(5))
     assert klass(exc_info) == expected
