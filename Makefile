@@ -5,6 +5,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(VENV)/collections
 export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 export ANSIBLE_NOCOLOR := 1
+export NO_COLOR := 1
 PYTEST_ARGS ?=
 
 .PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest cluster-binaries clean

@@ -10,7 +10,7 @@ python=${PYTHON:-python3}
 
 say() { printf '==> %s\n' "$*"; }
 
-apt_packages=(squid curl rsync git)
+apt_packages=(squid curl rsync git python3-venv)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

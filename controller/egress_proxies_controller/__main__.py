@@ -90,6 +90,32 @@ def parser() -> argparse.ArgumentParser:
         "--backoff-base", type=float, default=1.0, help="first error backoff (doubles per failure)"
     )
     g.add_argument("--backoff-max", type=float, default=300.0, help="longest error backoff")
+    g = p.add_argument_group("orphan GC (leader only)")
+    g.add_argument("--gc-interval", type=float, default=300.0, help="seconds between sweeps (0 disables)")
+    g.add_argument(
+        "--gc-jitter", type=float, default=0.2, help="fraction of the interval added or taken at random"
+    )
+    g.add_argument(
+        "--gc-min-age", type=float, default=600.0, help="seconds before an orphan may be collected"
+    )
+    g.add_argument("--gc-dry-run", action="store_true", help="only log what would be deleted")
+    g = p.add_argument_group("provider health monitor (leader only)")
+    g.add_argument(
+        "--health-check-interval",
+        type=float,
+        default=60.0,
+        help="seconds between proxy_check rounds, written to ProviderHealth (0 disables)",
+    )
+    g.add_argument("--health-check-timeout", type=float, default=30.0, help="one timeout for a whole round")
+    g = p.add_argument_group("proxy health engine (leader only)")
+    g.add_argument(
+        "--probe-interval", type=float, default=30.0, help="seconds between probe rounds (0 disables)"
+    )
+    g.add_argument("--probe-timeout", type=float, default=2.0, help="seconds for one probe")
+    g.add_argument("--probe-concurrency", type=int, default=100, help="probes at once")
+    g.add_argument(
+        "--probe-url", default="", help="also GET this URL through each proxy (TCP connect only when unset)"
+    )
     g = p.add_argument_group("process")
     g.add_argument("--metrics-addr", default=":8080", help="serve /metrics here ('0' to disable)")
     g.add_argument("--health-addr", default=":8081", help="serve /healthz and /readyz here")
@@ -127,6 +153,9 @@ def main(argv=None) -> int:
     from .informer import Informer
     from .leader import LeaderElector
     from .manager import Manager
+    from .orphan_gc import OrphanGC
+    from .provider_health import ProviderHealthMonitor
+    from .proxy_health import ProxyHealthEngine
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_a: stop.set())
@@ -189,15 +218,47 @@ def main(argv=None) -> int:
     if not informer.synced.wait(args.cache_sync_timeout):
         log.error("informer did not sync within %.0fs", args.cache_sync_timeout)
         return 1
-    log.info("cache synced: %d proxies", len(informer.keys()))
+    log.info("cache synced: %d proxies", len(informer.cache_keys()))
     worker = threading.Thread(target=manager.run, name="manager")
     worker.start()
+    loops = [
+        OrphanGC(
+            executor,
+            informer,
+            metrics,
+            interval=args.gc_interval,
+            jitter=args.gc_jitter,
+            min_age=args.gc_min_age,
+            dry_run=args.gc_dry_run,
+        ).start(),
+        ProviderHealthMonitor(
+            executor,
+            kube,
+            metrics,
+            interval=args.health_check_interval,
+            round_timeout=args.health_check_timeout,
+        ).start(),
+        ProxyHealthEngine(
+            informer,
+            kube,
+            queue,
+            metrics,
+            interval=args.probe_interval,
+            timeout=args.probe_timeout,
+            concurrency=args.probe_concurrency,
+            url=args.probe_url,
+        ).start(),
+    ]
     stop.wait()
     log.info("shutting down: finishing in-flight runs")
+    for loop in loops:
+        loop.stop_event.set()
     manager.stop.set()
     queue.shutdown()
     informer.stop()
     worker.join()
+    for loop in loops:
+        loop.stop()
     if elector is not None:
         elector.release()
     for server in servers:

@@ -15,5 +15,6 @@ SKIP_CLEANUP_ANNOTATION = "crawl.example.com/skip-cleanup"
 COND_READY = "Ready"
 COND_QUOTA = "QuotaExceeded"
 COND_PERMANENT = "PermanentError"
+COND_HEALTHY = "Healthy"
 
 REASON_PROVIDER_NOT_CONFIGURED = "ProviderNotConfigured"

@@ -55,3 +55,7 @@ def set_condition(
             }
         )
     return out
+
+
+def without(conditions, cond_type: str) -> list:
+    return [c for c in conditions or [] if c.get("type") != cond_type]

@@ -60,6 +60,36 @@ PLAYBOOK = """\
 """
 
 
+GC_PLAYBOOK = """\
+- name: egress-proxies controller orphan collection
+  hosts: localhost
+  gather_facts: false
+  vars:
+    batch: "{{ lookup('ansible.builtin.file', items_file) | from_json }}"
+  tasks:
+    - name: gc
+      crawl.egress_proxies.proxy_gc:
+        live_uids: "{{ batch.live_uids }}"
+        min_age: "{{ batch.min_age }}"
+        timeout: "{{ batch.call_timeout }}"
+      check_mode: "{{ batch.dry_run }}"
+      ignore_errors: true
+"""
+
+CHECK_PLAYBOOK = """\
+- name: egress-proxies controller provider checks
+  hosts: localhost
+  gather_facts: false
+  vars:
+    batch: "{{ lookup('ansible.builtin.file', items_file) | from_json }}"
+  tasks:
+    - name: check
+      crawl.egress_proxies.proxy_check:
+        timeout: "{{ batch.timeout }}"
+      ignore_errors: true
+"""
+
+
 class RunFailed(Exception):
     """The runner run as a whole did not produce results."""
 
@@ -89,6 +119,7 @@ class Executor:
         self.metrics = metrics
         self.runs = 0
         self._lock = threading.Lock()
+        self._active = set()  # run dirs in use: never rotated away
         os.makedirs(work_dir, mode=0o700, exist_ok=True)
         os.chmod(work_dir, 0o700)
 
@@ -145,34 +176,61 @@ class Executor:
     # -- the run -----------------------------------------------------------------------
 
     def _run(self, instances: list, gets: dict, lists: list) -> dict:
+        payload = {
+            "instances": instances,
+            "gets": [
+                {"provider": p, "ids": [i for _key, i in entries]} for p, entries in sorted(gets.items())
+            ],
+            "lists": lists,
+            "concurrency": self.concurrency,
+            "call_timeout": self.call_timeout,
+        }
+        label = "instances=%d gets=%d lists=%d" % (
+            len(instances),
+            sum(len(v) for v in gets.values()),
+            len(lists),
+        )
+        return self.run_playbook("batch.yml", PLAYBOOK, payload, label)
+
+    def gc(self, live_uids: list, min_age_seconds: float, dry_run: bool) -> dict:
+        """One ``proxy_gc`` sweep over every provider; returns the module's result."""
+        payload = {
+            "live_uids": list(live_uids),
+            "min_age": "%ds" % int(min_age_seconds),
+            "dry_run": dry_run,
+            "call_timeout": self.call_timeout,
+        }
+        results = self.run_playbook("gc.yml", GC_PLAYBOOK, payload, "gc live=%d" % len(live_uids))
+        return results.get("gc") or {}
+
+    def check(self, round_timeout: float) -> dict:
+        """One ``proxy_check`` round over every provider; returns the module's result."""
+        payload = {"timeout": round_timeout}
+        results = self.run_playbook("check.yml", CHECK_PLAYBOOK, payload, "check", timeout=round_timeout + 60)
+        return results.get("check") or {}
+
+    def run_playbook(
+        self, name: str, text: str, payload: dict, label: str, timeout: float | None = None
+    ) -> dict:
+        """Run one of the controller's playbooks with ``payload`` (a private file); returns each
+        task's ``res`` by task name. Raises ``RunFailed`` when the run produced no results."""
         import ansible_runner  # imported here: the reconciler tests need no runner installed
 
-        project = os.path.join(self.work_dir, "project")
-        os.makedirs(project, mode=0o700, exist_ok=True)
-        playbook = os.path.join(project, "batch.yml")
-        current = None
-        if os.path.exists(playbook):
-            with open(playbook) as handle:
-                current = handle.read()
-        if current != PLAYBOOK:  # an upgraded controller brings its own playbook
-            with open(playbook, "w") as handle:
-                handle.write(PLAYBOOK)
-        fd, items_file = tempfile.mkstemp(prefix="items-", suffix=".json", dir=self.work_dir)
+        # Each run has its own private data dir: runs in flight must never share extravars,
+        # env files or artifacts.
+        runs_dir = os.path.join(self.work_dir, "runs")
+        os.makedirs(runs_dir, mode=0o700, exist_ok=True)
+        with self._lock:  # created and registered at once, so rotation never takes it
+            run_dir = tempfile.mkdtemp(prefix="%s-" % time.strftime("%Y%m%dT%H%M%S"), dir=runs_dir)
+            self._active.add(os.path.basename(run_dir))
+        project = os.path.join(run_dir, "project")
+        os.makedirs(project, mode=0o700)
+        with open(os.path.join(project, name), "w") as handle:
+            handle.write(text)
+        fd, items_file = tempfile.mkstemp(prefix="items-", suffix=".json", dir=run_dir)
         try:
             with os.fdopen(fd, "w") as handle:
-                json.dump(
-                    {
-                        "instances": instances,
-                        "gets": [
-                            {"provider": p, "ids": [i for _, i in entries]}
-                            for p, entries in sorted(gets.items())
-                        ],
-                        "lists": lists,
-                        "concurrency": self.concurrency,
-                        "call_timeout": self.call_timeout,
-                    },
-                    handle,
-                )
+                json.dump(payload, handle)
             envvars = {
                 "EGRESS_PROXIES_PROVIDERS_FILE": self.providers_file,
                 "ANSIBLE_LOCALHOST_WARNING": "false",
@@ -185,25 +243,17 @@ class Executor:
             with self._lock:
                 self.runs += 1
             runner = ansible_runner.run(
-                private_data_dir=self.work_dir,
-                playbook="batch.yml",
+                private_data_dir=run_dir,
+                playbook=name,
                 extravars={"items_file": items_file},
                 envvars=envvars,
                 quiet=True,
-                timeout=int(self.run_timeout),
-                rotate_artifacts=self.keep_artifacts,
+                timeout=int(timeout or self.run_timeout),
             )
             elapsed = time.monotonic() - started
             if self.metrics is not None:
                 self.metrics.runner_run(runner.status, elapsed)
-            log.info(
-                "runner run status=%s instances=%d gets=%d lists=%d seconds=%.2f",
-                runner.status,
-                len(instances),
-                sum(len(v) for v in gets.values()),
-                len(lists),
-                elapsed,
-            )
+            log.info("runner run %s status=%s %s seconds=%.2f", name, runner.status, label, elapsed)
             if runner.status in ("timeout", "canceled"):
                 raise RunFailed("ansible-runner run %s after %.0fs" % (runner.status, elapsed))
             results = {}
@@ -221,16 +271,17 @@ class Executor:
             return results
         finally:
             os.unlink(items_file)
-            self._scrub_artifacts()
+            shutil.rmtree(os.path.join(run_dir, "env"), ignore_errors=True)
+            with self._lock:
+                self._active.discard(os.path.basename(run_dir))
+            self._rotate(runs_dir)
 
-    def _scrub_artifacts(self) -> None:
-        """Keep artifacts private: 0700 dirs; the items file never reaches them."""
-        artifacts = os.path.join(self.work_dir, "artifacts")
-        if os.path.isdir(artifacts):
-            os.chmod(artifacts, 0o700)
-        env = os.path.join(self.work_dir, "env")
-        if os.path.isdir(env):
-            shutil.rmtree(env, ignore_errors=True)
+    def _rotate(self, runs_dir: str) -> None:
+        """Keep the newest ``keep_artifacts`` finished run dirs (for debugging; they hold no secret)."""
+        with self._lock:
+            finished = sorted(d for d in os.listdir(runs_dir) if d not in self._active)
+            for name in finished[: max(0, len(finished) - self.keep_artifacts)]:
+                shutil.rmtree(os.path.join(runs_dir, name), ignore_errors=True)
 
     def _telemetry(self, res: dict) -> None:
         if self.metrics is None:

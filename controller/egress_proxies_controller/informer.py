@@ -48,7 +48,7 @@ class Informer:
         with self._lock:
             return self._cache.get(key)
 
-    def keys(self) -> list:
+    def cache_keys(self) -> list:
         with self._lock:
             return list(self._cache)
 

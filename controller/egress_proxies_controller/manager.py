@@ -78,7 +78,7 @@ class Manager:
         names = configured_provider_names(self.providers_file)
         self.reconciler = Reconciler(self.settings, names)
         log.info("providers file %s: providers %s", self.providers_file, ", ".join(names) or "none")
-        for key in self.informer.keys():  # noqa: SIM118 - a method, not a dict; a provider may have appeared: release latched Proxies
+        for key in self.informer.cache_keys():  # a provider may have appeared: release latched Proxies
             self.queue.add(key)
 
     # -- loop --------------------------------------------------------------------------

@@ -50,6 +50,49 @@ class Metrics:
         self.queue_depth = Gauge(
             "egress_proxies_workqueue_depth", "Keys waiting in the work queue.", registry=self.registry
         )
+        self.gc_deleted = Counter(
+            "egress_proxies_gc_deleted_total", "Orphans deleted by GC.", ["provider"], registry=self.registry
+        )
+        self.gc_would_delete = Counter(
+            "egress_proxies_gc_would_delete_total",
+            "Orphans a dry-run GC would delete.",
+            ["provider"],
+            registry=self.registry,
+        )
+        self.gc_kept = Counter(
+            "egress_proxies_gc_kept_total",
+            "Listed instances GC kept, by reason.",
+            ["provider", "reason"],
+            registry=self.registry,
+        )
+        self.gc_skipped = Counter(
+            "egress_proxies_gc_skipped_total",
+            "Providers skipped by a sweep (list failed).",
+            ["provider"],
+            registry=self.registry,
+        )
+        self.provider_ready = Gauge(
+            "egress_proxies_provider_ready",
+            "1 when every target of a provider is ready.",
+            ["provider"],
+            registry=self.registry,
+        )
+        self.provider_target_ready = Gauge(
+            "egress_proxies_provider_target_ready",
+            "1 when a target is ready.",
+            ["provider", "target"],
+            registry=self.registry,
+        )
+        self.probe_seconds = Histogram(
+            "egress_proxies_probe_duration_seconds",
+            "Latency of proxy probes.",
+            ["result"],
+            registry=self.registry,
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5),
+        )
+        self.probe_round_seconds = Gauge(
+            "egress_proxies_probe_round_seconds", "Duration of the last probe round.", registry=self.registry
+        )
         self.is_leader = Gauge(
             "egress_proxies_leader", "1 when this replica holds the lease.", registry=self.registry
         )

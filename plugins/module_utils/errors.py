@@ -95,3 +95,7 @@ class ConfigError(Exception):
     def __init__(self, problems):
         self.problems = list(problems)
         super().__init__("invalid providers configuration: " + "; ".join(self.problems))
+
+
+class UsageError(Exception):
+    """A module's own parameters are wrong (a permanent error; nothing was changed)."""

@@ -13,7 +13,7 @@ import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 
 def check_all(providers: dict, timeout: float) -> list:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 
 def _error(provider: str, provider_id: str, exc: Exception) -> dict:

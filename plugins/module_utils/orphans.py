@@ -12,7 +12,7 @@ import re
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc, live_uids
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600}

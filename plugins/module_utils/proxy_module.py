@@ -20,14 +20,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common i
     PROVIDERS_ARGS,
     PROVIDERS_MUTUALLY_EXCLUSIVE,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.observe import Telemetry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import MissingLibrary
 
 PROVIDER_LOGGER = "crawl.egress_proxies"
-
-
-class UsageError(Exception):
-    """The module's own parameters are wrong (a permanent error; nothing was changed)."""
 
 
 class _ListHandler(logging.Handler):

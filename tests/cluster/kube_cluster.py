@@ -188,9 +188,24 @@ def kubeconfig_text(server: str, ca_path: str, user: dict, name: str = "egress-t
 class ControlPlane:
     """The processes of one test cluster, all under ``directory``."""
 
-    def __init__(self, directory: str, bindir: str | None = None):
+    def __init__(
+        self,
+        directory: str,
+        bindir: str | None = None,
+        *,
+        max_pods: int = 110,
+        pod_cidr_prefix: int = 24,
+        die_with_parent: bool = False,
+    ):
+        """``max_pods`` and ``pod_cidr_prefix`` size the kwok node: the defaults suit the tests;
+        the controller benchmark raises them to fit 1000 Pods (a /21 holds 2046 addresses).
+        ``die_with_parent`` (the pytest fixture): if pytest itself is killed, the kernel ends
+        the processes too."""
         self.dir = os.path.abspath(directory)
         self.bindir = bindir
+        self.max_pods = max_pods
+        self.pod_cidr_prefix = pod_cidr_prefix
+        self.die_with_parent = die_with_parent
         self.procs: dict = {}
         self.server = ""
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
@@ -209,6 +224,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # our own process group: a Ctrl-C in pytest reaches us only
                 cwd=self.dir,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self.procs[name] = proc
         self._save_pids()
@@ -346,7 +362,9 @@ class ControlPlane:
 
         # The simulated node, created before kwok so kwok picks it up at once. No taint: any Pod
         # may schedule on it. Its podCIDR is a random loopback range, where kwok draws Pod IPs.
-        self.pod_cidr = "127.%d.%d.0/24" % (random.randint(100, 250), random.randint(0, 255))
+        block = 2 ** max(0, 24 - self.pod_cidr_prefix)  # /24s in the range, aligned
+        third = random.randrange(0, 256, block) if block <= 256 else 0
+        self.pod_cidr = "127.%d.%d.0/%d" % (random.randint(100, 250), third, self.pod_cidr_prefix)
         self.request(
             "POST",
             "/api/v1/nodes",
@@ -364,8 +382,8 @@ class ControlPlane:
                 },
                 "spec": {"podCIDR": self.pod_cidr, "podCIDRs": [self.pod_cidr]},
                 "status": {
-                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": str(self.max_pods)},
+                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": str(self.max_pods)},
                 },
             },
         )
@@ -425,6 +443,15 @@ class ControlPlane:
         self.procs.clear()
         if os.path.isdir(self.dir):
             self._save_pids()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the process that started us exits (a throwaway
+    cluster needs no graceful shutdown, and kube-apiserver may hang in one once etcd is gone)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 10.0) -> None:

@@ -20,7 +20,7 @@ from cluster.kube_cluster import ControlPlane
 
 @pytest.fixture(scope="session")
 def kube_cluster(tmp_path_factory):
-    plane = ControlPlane(str(tmp_path_factory.mktemp("kube-cluster")))
+    plane = ControlPlane(str(tmp_path_factory.mktemp("kube-cluster")), die_with_parent=True)
     plane.start()
     try:
         yield plane

@@ -149,7 +149,7 @@ class ControllerProcess:
             yaml.safe_dump(providers, handle)
         os.replace(tmp, self.providers_file)
 
-    def start(self, fault: str = "") -> None:
+    def start(self, fault: str = "", extra_args=()) -> None:
         env = dict(
             os.environ,
             PYTHONPATH=os.path.join(ROOT, "controller"),
@@ -195,6 +195,14 @@ class ControllerProcess:
             "text",
             "--log-level",
             "INFO",
+            # The loops run only where a test asks for them (extra_args override these).
+            "--gc-interval",
+            "0",
+            "--health-check-interval",
+            "0",
+            "--probe-interval",
+            "1",
+            *extra_args,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child, closed at stop
         self.proc = subprocess.Popen(

@@ -110,16 +110,41 @@ class E2E:
         return [(e.reason, e.message) for e in items]
 
     def cleanup(self) -> None:
-        proxies = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]
-        for item in proxies:
-            self.delete(item["metadata"]["name"])
-        if self.controller.proc is not None and self.controller.proc.poll() is None:
+        try:
+            proxies = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)[
+                "items"
+            ]
             for item in proxies:
-                self.wait_gone(item["metadata"]["name"], timeout=60)
-        rc = self.controller.stop()
-        assert rc == 0, "controller exited %s on SIGTERM:\n%s" % (rc, self.controller.tail())
-        for directory in (self.state_dir, self.state_dir + "-tiny"):
-            assert self.instances(directory) == [], "instances left behind in %s" % directory
+                self.delete(item["metadata"]["name"])
+            if self.controller.proc is not None and self.controller.proc.poll() is None:
+                for item in proxies:
+                    self.wait_gone(item["metadata"]["name"], timeout=60)
+            rc = self.controller.stop()
+            assert rc == 0, "controller exited %s on SIGTERM:\n%s" % (rc, self.controller.tail())
+            for directory in (self.state_dir, self.state_dir + "-tiny"):
+                assert self.instances(directory) == [], "instances left behind in %s" % directory
+        finally:
+            if self.controller.proc is not None and self.controller.proc.poll() is None:
+                self.controller.kill()
+            for directory in (self.state_dir, self.state_dir + "-tiny"):
+                _kill_squids(directory)
+
+
+def _kill_squids(state_dir: str) -> None:
+    """Last resort after a failed test: stop, by recorded pid, any Squid of this state dir."""
+    import glob
+    import signal
+
+    for record in glob.glob(os.path.join(state_dir, "instances", "*", "process.json")):
+        with open(record) as handle:
+            pid = json.load(handle).get("pid")
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                if os.path.dirname(record).encode() not in handle.read():
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, TypeError):
+            pass
 
 
 def _tiny_range() -> str:
@@ -243,6 +268,10 @@ def test_capacity_limit_sets_quota_exceeded_and_retries(e2e):
 
 
 def test_kubernetes_provider_proxy_becomes_ready_on_kwok(e2e):
+    # kwok Pods run no Squid: with the proxy health engine off, Ready means Running.
+    e2e.controller.stop()
+    e2e.controller.start(extra_args=["--probe-interval", "0"])
+    e2e.controller.wait_ready()
     e2e.create("pod", {"provider": "k8s"})
     obj = e2e.wait_ready("pod", timeout=120)
     namespace, name = obj["status"]["providerID"].split("/")
@@ -264,7 +293,9 @@ def test_cloud_init_from_a_secret_never_leaks(e2e):
     assert sentinel not in json.dumps(obj)
     assert all(sentinel not in m for _r, m in e2e.events("sec"))
     assert sentinel not in e2e.controller.tail(100000)
-    leaked = subprocess.run(["grep", "-rl", sentinel, e2e.controller.workdir], capture_output=True, text=True)
+    leaked = subprocess.run(
+        ["grep", "-rl", sentinel, e2e.controller.workdir], capture_output=True, text=True, check=False
+    )
     assert leaked.stdout == "", "sentinel found in %s" % leaked.stdout
     runner = os.path.join(e2e.controller.workdir, "runner")
     assert oct(os.stat(runner).st_mode & 0o777) == "0o700"
@@ -325,3 +356,138 @@ def test_invalid_proxies_are_rejected_by_the_api_server(controller_api, kube_nam
         )
     assert caught.value.status in (400, 422), caught.value.body
     assert field in caught.value.body
+
+
+# -- the loops (leader only): orphan GC, provider health, proxy health --------------------------
+
+
+def _local_provider(e2e, installation: str):
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, registry
+
+    doc = {"installation": installation, "providers": [dict(e2e.providers["providers"][0])]}
+    cfg = config.parse(doc)
+    return registry.build(cfg.providers[0], cfg.installation)
+
+
+def _backdate(e2e, name: str, hours: int = 2) -> None:
+    import datetime
+
+    path = os.path.join(e2e.state_dir, "instances", name, "instance.json")
+    with open(path) as handle:
+        record = json.load(handle)
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=hours)
+    record["createdAt"] = then.isoformat()
+    with open(path, "w") as handle:
+        json.dump(record, handle)
+
+
+def test_gc_collects_an_old_orphan_and_keeps_live_young_and_foreign(e2e):
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+
+    e2e.create("live", {"provider": "local"})
+    live = e2e.wait_ready("live")
+    ours, foreign = _local_provider(e2e, e2e.installation), _local_provider(e2e, "someone-else")
+    old = ours.create(CreateRequest(name="proxy-oldorphan", uid="orphan-old"), Deadline(30))
+    young = ours.create(CreateRequest(name="proxy-youngorphan", uid="orphan-young"), Deadline(30))
+    other = foreign.create(CreateRequest(name="proxy-foreign", uid="orphan-foreign"), Deadline(30))
+    _backdate(e2e, "proxy-oldorphan")
+    _backdate(e2e, "proxy-foreign")
+    _backdate(e2e, live["status"]["providerID"].split("/")[1])  # old, but its Proxy lives
+    try:
+        e2e.controller.stop()
+        e2e.controller.start(extra_args=["--gc-interval", "2", "--gc-min-age", "300"])
+        e2e.controller.wait_ready()
+        kube_testlib.wait_for(
+            "the old orphan collected", lambda: "proxy-oldorphan" not in e2e.instances(), 90
+        )
+        kube_testlib.wait_for(
+            "another sweep", lambda: "egress_proxies_gc_kept_total{" in e2e.controller.metrics(), 30
+        )
+        assert {"proxy-youngorphan", "proxy-foreign", live["status"]["providerID"].split("/")[1]} <= set(
+            e2e.instances()
+        )
+        metrics = e2e.controller.metrics()
+        assert 'egress_proxies_gc_deleted_total{provider="local"} 1.0' in metrics
+        assert 'reason="younger-than-min-age"' in metrics and 'reason="live"' in metrics
+        assert "gc: deleted local/proxy-oldorphan" in e2e.controller.tail(100000)
+    finally:
+        for provider, provider_id in ((ours, young), (foreign, other), (ours, old)):
+            provider.delete(provider_id, Deadline(30))
+
+
+def test_provider_health_follows_the_backend_and_the_providers_file(e2e):
+    e2e.controller.stop()
+    e2e.controller.start(extra_args=["--health-check-interval", "2", "--health-check-timeout", "20"])
+    e2e.controller.wait_ready()
+    custom = e2e.custom
+
+    def health(name):
+        try:
+            return custom.get_cluster_custom_object(GROUP, VERSION, "providerhealths", name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def ready_is(name, value):
+        obj = health(name)
+        return obj if obj and condition(obj, "Ready").get("status") == value else None
+
+    obj = kube_testlib.wait_for("ProviderHealth local Ready", lambda: ready_is("local", "True"), 90)
+    assert obj["status"]["type"] == "local"
+    assert [t["name"] for t in obj["status"]["targets"]] == ["squid", "stateDir"]
+    assert obj["status"]["targets"][0]["details"]["version"]
+    assert kube_testlib.wait_for("ProviderHealth k8s Ready", lambda: ready_is("k8s", "True"), 90)
+    broken = json.loads(json.dumps(e2e.providers))
+    broken["providers"][0]["local"]["squidBinary"] = "/nonexistent/squid"
+    e2e.controller.write_providers(broken)
+    obj = kube_testlib.wait_for("local not Ready", lambda: ready_is("local", "False"), 90)
+    assert condition(obj, "Ready")["reason"] == "SquidNotFound"
+    gauge = 'egress_proxies_provider_target_ready{provider="local",target="squid"} 0.0'
+    kube_testlib.wait_for("gauge", lambda: gauge in e2e.controller.metrics(), 30)
+    e2e.controller.write_providers(e2e.providers)
+    kube_testlib.wait_for("local Ready again", lambda: ready_is("local", "True"), 90)
+    fewer = json.loads(json.dumps(e2e.providers))
+    fewer["providers"] = [p for p in fewer["providers"] if p["name"] != "tiny"]
+    e2e.controller.write_providers(fewer)
+    kube_testlib.wait_for("ProviderHealth tiny removed", lambda: health("tiny") is None, 90)
+
+
+def test_a_killed_squid_turns_unhealthy_then_not_ready_and_is_recreated(e2e):
+    e2e.create("fragile", {"provider": "local"})
+    first = e2e.wait_ready("fragile")
+    name = first["status"]["providerID"].split("/")[1]
+    kube_testlib.wait_for(
+        "probed healthy",
+        lambda: (
+            condition(
+                e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, "fragile"),
+                "Healthy",
+            ).get("status")
+            == "True"
+        ),
+        30,
+    )
+    with open(os.path.join(e2e.state_dir, "instances", name, "process.json")) as handle:
+        pid = json.load(handle)["pid"]
+    os.kill(pid, 9)
+    seen = set()
+
+    def recovered():
+        obj = e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, "fragile")
+        seen.add((condition(obj, "Healthy").get("status"), condition(obj, "Ready").get("reason")))
+        ready = condition(obj, "Ready").get("status") == "True"
+        return (
+            obj
+            if (ready and ("False", "Unhealthy") in seen) or (ready and ("False", "Stopped") in seen)
+            else None
+        )
+
+    obj = kube_testlib.wait_for("unhealthy, then recreated and Ready", recovered, 90, interval=0.2)
+    assert any(ready == "False" for _h, ready in [(h, "False") for h, _r in seen])
+    assert obj["status"]["providerID"] == first["status"]["providerID"]  # same name, new Squid
+    with open(os.path.join(e2e.state_dir, "instances", name, "process.json")) as handle:
+        assert json.load(handle)["pid"] != pid
+    reasons = [r for r, _m in e2e.events("fragile")]
+    assert "Unhealthy" in reasons or "Stopped" in reasons

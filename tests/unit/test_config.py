@@ -3,8 +3,6 @@ files and the inline/file/env-var precedence of resolve()."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, registry
@@ -52,7 +50,11 @@ BAD = [
         "providers[1].name: duplicate provider name 'a' (also providers[0])",
     ),
     ("unknown type", second({"name": "b", "type": "gce"}), "providers[1].type: unknown provider type 'gce'"),
-    ("missing type", second({"name": "b"}), "providers[1].type: required, one of gcp, kubernetes, local"),
+    (
+        "missing type",
+        second({"name": "b"}),
+        "providers[1].type: required, one of " + ", ".join(registry.type_names()),
+    ),
     (
         "unknown key in entry",
         second({"name": "b", "type": "local", "zone": "x"}),
@@ -231,10 +233,10 @@ def test_a_block_of_another_type_is_refused(demo_type):
 
 
 def test_type_allow_list_comes_from_the_registry(demo_type):
-    known = registry.type_names()
-    assert "demo" in known and "local" in known
-    with pytest.raises(ConfigError, match=re.escape("known: %s" % ", ".join(known))):
-        config.parse(second({"name": "b", "type": "kvm"}))
+    known = ", ".join(registry.type_names())
+    assert "demo" in known.split(", ")
+    with pytest.raises(ConfigError, match=r"known: %s\)" % known):
+        config.parse(second({"name": "b", "type": "no-such-type"}))
     assert config.parse(second({"name": "b", "type": "demo"})).find("b").type == "demo"
 
 

@@ -1,0 +1,224 @@
+"""Benchmark: N Proxies to Ready through the controller, batched against per-Proxy runs.
+
+Starts the test control plane (tests/cluster: kube-apiserver, etcd, scheduler, controller
+manager, kwok sized for the run), installs the shipped CRDs and RBAC, and for each N and mode
+starts the controller as a real process (ServiceAccount token, shipped RBAC), creates N Proxies
+on the kubernetes provider (Pods that kwok brings to Running), and measures:
+
+* seconds until every Proxy is Ready (or how many were Ready when the time budget ran out),
+* controller CPU seconds (its own plus the ansible-runner/ansible-playbook processes it waited
+  for), peak RSS of the controller process, and the number of ansible-runner runs.
+
+Modes: ``batch`` is this controller's design (every due Proxy of a tick in one runner run, at
+most 3 runs in flight); ``per-proxy`` is what operator-sdk's Ansible operator does (one runner
+run per reconcile; as many reconciles at once as CPUs, here 2), using the same controller with
+``--batch-max 1 --runs-in-flight 2``, so only the batching differs.
+
+Usage: .venv/bin/python bench/controller_scale.py [--counts 100,1000] [--budget 900]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import re
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [
+    os.path.join(ROOT, "tests"),
+    os.path.join(ROOT, "controller"),
+    os.path.join(ROOT, ".venv", "collections"),
+]
+
+from cluster import kube_testlib  # noqa: E402
+from cluster.kube_cluster import ControlPlane  # noqa: E402
+from kubernetes import client as k8s  # noqa: E402
+
+from controller import e2e_lib  # noqa: E402
+
+MODES = {
+    "batch": [],
+    "per-proxy": ["--batch-max", "1", "--runs-in-flight", "2", "--list-poll-threshold", "100000"],
+}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    with open("/proc/%d/stat" % pid) as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
+    return (utime + stime + cutime + cstime) / CLK_TCK
+
+
+def peak_rss_mib(pid: int) -> float:
+    with open("/proc/%d/status" % pid) as handle:
+        match = re.search(r"VmHWM:\s+(\d+) kB", handle.read())
+    return int(match.group(1)) / 1024 if match else 0.0
+
+
+def runner_runs(metrics: str) -> int:
+    return int(
+        sum(float(v) for v in re.findall(r"^egress_proxies_runner_runs_total\{[^}]*\} (\S+)$", metrics, re.M))
+    )
+
+
+def ready_count(custom, namespace: str) -> int:
+    items = custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")[
+        "items"
+    ]
+    return sum(1 for o in items if e2e_lib.condition(o, "Ready").get("status") == "True")
+
+
+def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) -> dict:
+    namespace = kube_testlib.create_namespace(admin, prefix="bench")
+    custom = k8s.CustomObjectsApi(admin)
+    kubeconfig = e2e_lib.service_account_kubeconfig(
+        admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
+    )
+    providers = {
+        "installation": "bench",
+        "providers": [{"name": "k8s", "type": "kubernetes", "kubernetes": {"kubeconfig": kubeconfig}}],
+    }
+    rundir = tempfile.mkdtemp(prefix="%s-%d-" % (mode, count), dir=workdir)
+    proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
+    # kwok Pods run no Squid, so the proxy health engine is off: Ready here means Running.
+    timing = [
+        "--provisioning-poll",
+        "2",
+        "--running-poll",
+        "600",
+        "--deletion-poll",
+        "2",
+        "--probe-interval",
+        "0",
+    ]
+    proc.start(extra_args=MODES[mode] + timing)
+    proc.wait_ready()
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda i: custom.create_namespaced_custom_object(
+                    "crawl.example.com",
+                    "v1alpha1",
+                    namespace,
+                    "proxies",
+                    e2e_lib.proxy_body("p%04d" % i, {"provider": "k8s"}),
+                ),
+                range(count),
+            )
+        )
+    ready, elapsed, peak = 0, 0.0, 0.0
+    last_report = 0.0
+    while True:
+        elapsed = time.monotonic() - started
+        ready = ready_count(custom, namespace)
+        peak = max(peak, peak_rss_mib(proc.proc.pid))
+        if elapsed - last_report >= 30:
+            print("  %s N=%d: %d Ready after %.0fs" % (mode, count, ready, elapsed), flush=True)
+            last_report = elapsed
+        if ready == count or elapsed > budget:
+            break
+        time.sleep(1.0)
+    cpu = cpu_seconds(proc.proc.pid)
+    runs = runner_runs(proc.metrics())
+    # Clean up through the controller (finalizers), then stop it.
+    items = custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")[
+        "items"
+    ]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda o: custom.delete_namespaced_custom_object(
+                    "crawl.example.com", "v1alpha1", namespace, "proxies", o["metadata"]["name"]
+                ),
+                items,
+            )
+        )
+    kube_testlib.wait_for(
+        "proxies deleted",
+        lambda: (
+            not custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")[
+                "items"
+            ]
+        ),
+        timeout=max(600, budget),
+    )
+    proc.stop()
+    kube_testlib.delete_namespace(admin, namespace)
+    return {
+        "mode": mode,
+        "count": count,
+        "ready": ready,
+        "seconds": elapsed,
+        "cpu": cpu,
+        "rss": peak,
+        "runs": runs,
+        "complete": ready == count,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", default="100,1000")
+    parser.add_argument("--modes", default="batch,per-proxy")
+    parser.add_argument("--budget", type=float, default=900.0, help="seconds per run before giving up")
+    args = parser.parse_args()
+    counts = [int(c) for c in args.counts.split(",")]
+    workdir = tempfile.mkdtemp(prefix="bench-controller-")
+    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=max(counts) * 2 + 100, pod_cidr_prefix=20)
+    plane.start()
+    try:
+        admin = kube_testlib.api_client(plane.kubeconfig)
+        e2e_lib.install_api(admin)
+        e2e_lib.install_kubernetes_provider_rbac(admin)
+        rows = []
+        for count in counts:
+            for mode in args.modes.split(","):
+                print("== %s, %d Proxies" % (mode, count), flush=True)
+                rows.append(run_one(admin, plane, workdir, count, mode, args.budget))
+        print()
+        print("Proxies to Ready through the controller (kubernetes provider on kwok), 2 cores")
+        print(
+            "%-10s %6s %10s %8s %10s %10s %8s" % ("mode", "N", "ready", "seconds", "cpu s", "rss MiB", "runs")
+        )
+        for r in rows:
+            print(
+                "%-10s %6d %10s %8.1f %10.1f %10.1f %8d"
+                % (
+                    r["mode"],
+                    r["count"],
+                    "%d/%d" % (r["ready"], r["count"]),
+                    r["seconds"],
+                    r["cpu"],
+                    r["rss"],
+                    r["runs"],
+                )
+            )
+        for count in counts:
+            by_mode = {r["mode"]: r for r in rows if r["count"] == count}
+            if "batch" in by_mode and "per-proxy" in by_mode:
+                b, p = by_mode["batch"], by_mode["per-proxy"]
+                rate_b, rate_p = b["ready"] / b["seconds"], p["ready"] / p["seconds"]
+                print(
+                    "N=%d: per-proxy/batch: time %.1fx%s, cpu %.1fx, runs %.1fx (Ready/s %.2f vs %.2f)"
+                    % (
+                        count,
+                        p["seconds"] / b["seconds"],
+                        "" if p["complete"] else " (per-proxy incomplete: rates)",
+                        p["cpu"] / b["cpu"],
+                        p["runs"] / max(1, b["runs"]),
+                        rate_b,
+                        rate_p,
+                    )
+                )
+    finally:
+        plane.stop()
+
+
+if __name__ == "__main__":
+    main()

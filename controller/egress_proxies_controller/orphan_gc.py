@@ -1,0 +1,60 @@
+"""The orphan GC loop: runs ``proxy_gc`` through ansible-runner with the live Proxy UIDs.
+
+The live UIDs come from the informer's cache, and only once it has synced: a sweep from a
+partial view would collect instances whose Proxy simply was not listed yet. The module applies
+every rule (min age, empty UID, another installation, a provider whose list fails is skipped)
+and collects secondary resources the providers mark. ``dry_run`` only logs what would go.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .loops import PeriodicLoop
+
+log = logging.getLogger("egress_proxies_controller.gc")
+
+
+class OrphanGC(PeriodicLoop):
+    name = "orphan-gc"
+
+    def __init__(
+        self, executor, informer, metrics, *, interval: float, jitter: float, min_age: float, dry_run: bool
+    ):
+        super().__init__(interval, jitter, initial_delay=min(interval, 5.0))
+        self.executor, self.informer, self.metrics = executor, informer, metrics
+        self.min_age, self.dry_run = min_age, dry_run
+        self.last_report = None
+
+    def round(self) -> None:
+        if not self.informer.synced.is_set():
+            log.info("gc: informer not synced yet; skipping this sweep")
+            return
+        live = self.informer.uids()
+        if self.stop_event.is_set():
+            return  # shutting down: no new sweep
+        report = self.executor.gc(live, self.min_age, self.dry_run)
+        self.last_report = report
+        if not report:
+            log.warning("gc: the sweep produced no report")
+            return
+        for entry in report.get("deleted") or []:
+            log.info(
+                "gc: deleted %s on %s (uid %s, %s)",
+                entry["id"],
+                entry["provider"],
+                entry["uid"],
+                entry["reason"],
+            )
+            self.metrics.gc_deleted.labels(entry["provider"]).inc()
+        for entry in report.get("would_delete") or []:
+            log.info(
+                "gc (dry run): would delete %s on %s (uid %s)", entry["id"], entry["provider"], entry["uid"]
+            )
+            self.metrics.gc_would_delete.labels(entry["provider"]).inc()
+        for entry in report.get("kept") or []:
+            self.metrics.gc_kept.labels(entry["provider"], entry["reason"]).inc()
+        for provider in report.get("skipped") or []:
+            self.metrics.gc_skipped.labels(provider).inc()
+        for error in report.get("errors") or []:
+            log.warning("gc: %s %s: %s", error["provider"], error.get("id") or "list", error["msg"])
