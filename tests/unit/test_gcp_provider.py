@@ -713,3 +713,13 @@ def test_cloud_init_sentinel_never_reaches_logs_or_errors(caplog):
         assert sentinel not in record.getMessage()
     for exc in raised:
         assert sentinel not in str(exc) and sentinel not in repr(exc.__cause__)
+
+
+def test_id_for_needs_no_call_and_ignores_the_namespace():
+    provider, seam = make()
+    placement = request().placement
+    assert provider.id_for(NAME, placement) == PID
+    assert provider.id_for(NAME, placement, "some-namespace") == PID
+    assert provider.id_for("Bad_Name", placement) is None
+    assert provider.id_for(NAME, contract.Placement(zone="")) is None
+    assert seam.calls == []

@@ -148,7 +148,7 @@ class GcpProvider(contract.Provider, contract.Checker):
 
     # -- contract ------------------------------------------------------------------------
 
-    def id_for(self, name, placement):
+    def id_for(self, name, placement, namespace=""):
         if NAME_RE.fullmatch(name or "") and ZONE_RE.fullmatch(placement.zone or ""):
             return format_id(placement.zone, name)
         return None
