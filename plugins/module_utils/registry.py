@@ -10,6 +10,9 @@ guarded import, so a missing SDK only fails the providers of that type, with a c
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import observe
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
+    provider_type as gcp_type,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
     provider_type as kubernetes_type,
 )
@@ -20,7 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.loc
     provider_type as local_type,
 )
 
-_TYPES = {t.name: t for t in (local_type.TYPE, kubernetes_type.TYPE, *libvirt_types.TYPES)}
+_TYPES = {t.name: t for t in (local_type.TYPE, kubernetes_type.TYPE, gcp_type.TYPE, *libvirt_types.TYPES)}
 
 
 def type_names() -> tuple:

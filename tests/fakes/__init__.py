@@ -1,0 +1,1 @@
+"""Stand-ins for backends that cannot run on this machine; each behaves like the real one."""
