@@ -245,9 +245,17 @@ class Converger:
             return _result(item, True, existing, provider_id, ABSENT if existing is None else "")
         try:
             provider_id = provider.create(self._request(item), deadline)
-            instance = provider.get(provider_id, deadline)
         except errors.ProviderError as exc:
             return failure(item, exc, provider_id)
+        try:
+            instance = provider.get(provider_id, deadline)
+        except errors.ProviderError as exc:
+            if exc.error_class != errors.TRANSIENT:
+                return dict(failure(item, exc, provider_id), changed=True)
+            # Submitted, not readable yet (an insert still being accepted): report it starting.
+            instance = contract.Instance(
+                id=provider_id, name=item.name, uid=item.uid, state=contract.PROVISIONING
+            )
         return self._waited(provider, item, _result(item, True, instance), instance)
 
     def _absent(self, provider, item: Item, deadline) -> dict:
@@ -262,9 +270,10 @@ class Converger:
         except errors.ProviderError as exc:
             if exc.error_class == errors.NOT_FOUND:
                 return _result(item, False, provider_id=provider_id)
-            if exc.error_class != errors.PERMANENT:
+            if exc.error_class not in (errors.PERMANENT, errors.QUOTA_EXCEEDED):
                 return failure(item, exc, provider_id)
-            # Permanent (e.g. its host left the config): still try delete, which may succeed.
+            # Permanent (e.g. its host left the config) or an async quota failure the provider
+            # still reports: delete anyway, which may well succeed.
         if before is not None:
             item = dataclasses.replace(item, name=before.name, uid=before.uid)
         if self.pm.check_mode:
