@@ -11,6 +11,13 @@ python=${PYTHON:-python3}
 say() { printf '==> %s\n' "$*"; }
 
 apt_packages=(squid curl rsync git python3-venv)
+# libvirt-python (requirements.txt) builds from source against libvirt's headers.
+apt_packages+=(gcc pkg-config libvirt-dev)
+# The kvm/kvm2 tests run a real libvirtd + virtlogd + qemu, reached over a real sshd (with nc
+# on the "hypervisor" side to reach a non-default libvirt socket).
+[ "$profile" = test ] && apt_packages+=(
+  libvirt-daemon-system qemu-system-x86 qemu-utils openssh-server openssh-client netcat-openbsd
+)
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

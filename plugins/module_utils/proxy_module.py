@@ -12,6 +12,7 @@ log the cloud-init byte count, not its content).
 from __future__ import annotations
 
 import logging
+import threading
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -48,6 +49,7 @@ class ProxyModule:
         self.check_mode = self.module.check_mode
         self.telemetry = Telemetry()
         self._providers = {}
+        self._providers_lock = threading.Lock()  # batch items ask from many threads at once
         self._config = None
         self._log = _ListHandler()
         logger = logging.getLogger(PROVIDER_LOGGER)
@@ -65,7 +67,14 @@ class ProxyModule:
         return self._config
 
     def provider(self, name: str):
-        """The observed provider configured under ``name``; Permanent when it is not configured."""
+        """The observed provider configured under ``name``; Permanent when it is not configured.
+
+        One provider (hence one set of connections) per name for the whole run, also when the
+        batch form's threads ask for it at the same time."""
+        with self._providers_lock:
+            return self._provider_locked(name)
+
+    def _provider_locked(self, name: str):
         if name not in self._providers:
             spec = self.config.find(name)
             if spec is None:

@@ -13,11 +13,14 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import observ
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
     provider_type as kubernetes_type,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
+    provider_type as libvirt_types,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     provider_type as local_type,
 )
 
-_TYPES = {t.name: t for t in (local_type.TYPE, kubernetes_type.TYPE)}
+_TYPES = {t.name: t for t in (local_type.TYPE, kubernetes_type.TYPE, *libvirt_types.TYPES)}
 
 
 def type_names() -> tuple:

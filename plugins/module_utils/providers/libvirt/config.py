@@ -1,0 +1,211 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The ``kvm:`` / ``kvm2:`` config block (the reference's KVMConfig), shared by both types.
+
+Host names and image keys end up inside provider ids (``hosts/<host>/domains/<name>``) and
+volume names, so they are restricted to short DNS labels: nothing a user writes can add a
+separator. Parsing only reads the block; the credential files are read on every dial.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import BlockModel
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
+    Field,
+    field_validator,
+    model_validator,
+)
+
+IDENTIFIER_PATTERN = r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?"
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_ADDRESS = re.compile(
+    r"[A-Za-z0-9]([-.A-Za-z0-9]*[A-Za-z0-9])?(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
+)
+_USER = re.compile(r"[a-z_][-a-z0-9_.]{0,31}")
+_POOL = re.compile(r"[A-Za-z0-9][-_.A-Za-z0-9]{0,63}")
+_BRIDGE = re.compile(r"[A-Za-z0-9][-_.A-Za-z0-9]{0,14}")
+
+DEFAULT_DISK_SIZE_GB = 10
+FORMATS = ("qcow2", "raw")
+FIRMWARES = ("bios", "uefi")
+DOMAIN_TYPES = ("kvm", "qemu")
+
+
+def check_identifier(value: str, what: str) -> str:
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        raise ValueError(
+            "%s %r must be 1-32 characters of lowercase letters, digits and '-', starting and "
+            "ending with a letter or digit (it becomes part of ids and volume names)" % (what, value)
+        )
+    return value
+
+
+def check_http_url(value: str) -> str:
+    if not (value.startswith("http://") or value.startswith("https://")) or len(value) < 9:
+        raise ValueError("%r must be an http:// or https:// URL" % (value,))
+    if any(c.isspace() for c in value):
+        raise ValueError("%r must not contain whitespace" % (value,))
+    return value
+
+
+class ImageSpec(BlockModel):
+    """A catalogue image: downloaded once per host into the pool, verified by its sha256."""
+
+    url: str
+    sha256: str
+    format: str = "qcow2"
+    firmware: str = "bios"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_http_url(value)
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha256(cls, value: str) -> str:
+        if not _SHA256.fullmatch(value):
+            raise ValueError("must be 64 lowercase hexadecimal characters")
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        if value not in FORMATS:
+            raise ValueError("must be one of %s" % ", ".join(FORMATS))
+        return value
+
+    @field_validator("firmware")
+    @classmethod
+    def _firmware(cls, value: str) -> str:
+        if value not in FIRMWARES:
+            raise ValueError("must be one of %s" % ", ".join(FIRMWARES))
+        return value
+
+
+class MachineTypeSpec(BlockModel):
+    vcpus: int = Field(ge=1, le=256)
+    memory_mib: int = Field(alias="memoryMiB", ge=64, le=4 * 1024 * 1024)
+
+
+class HostSpec(BlockModel):
+    """One hypervisor, reached as ``user@address`` over SSH."""
+
+    name: str
+    address: str
+    user: str = "root"
+    socket: str = ""
+    pool: str = "default"
+    bridge: str = ""
+    domain_type: str = "kvm"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_identifier(value, "host name")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        if not _ADDRESS.fullmatch(value):
+            raise ValueError("%r must be a host name or IP address, optionally with :port" % (value,))
+        return value
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str) -> str:
+        if not _USER.fullmatch(value):
+            raise ValueError("%r is not a valid user name" % (value,))
+        return value
+
+    @field_validator("socket")
+    @classmethod
+    def _socket(cls, value: str) -> str:
+        if value and (not value.startswith("/") or any(c in value for c in "&?#'\" \t\n")):
+            raise ValueError("must be an absolute path without spaces, quotes or URL characters")
+        return value
+
+    @field_validator("pool")
+    @classmethod
+    def _pool(cls, value: str) -> str:
+        if not _POOL.fullmatch(value):
+            raise ValueError("%r is not a libvirt pool name" % (value,))
+        return value
+
+    @field_validator("bridge")
+    @classmethod
+    def _bridge(cls, value: str) -> str:
+        if value and not _BRIDGE.fullmatch(value):
+            raise ValueError("%r is not a bridge interface name (1-15 characters)" % (value,))
+        return value
+
+    @field_validator("domain_type")
+    @classmethod
+    def _domain_type(cls, value: str) -> str:
+        if value not in DOMAIN_TYPES:
+            raise ValueError(
+                "must be one of %s (qemu is TCG emulation, without KVM)" % ", ".join(DOMAIN_TYPES)
+            )
+        return value
+
+
+class LibvirtConfig(BlockModel):
+    """The whole block; ``hosts`` is required, everything else has a default or is optional."""
+
+    ssh_key_file: str = Field(min_length=1)
+    known_hosts_file: str = ""
+    insecure_ignore_host_key: bool = False
+    disk_size_gb: int = Field(default=DEFAULT_DISK_SIZE_GB, ge=1, le=65536)
+    vendor_data: str = Field(default="", repr=False)
+    install_guest_agent: bool = False
+    images: dict[str, ImageSpec] = Field(default_factory=dict)
+    machine_types: dict[str, MachineTypeSpec] = Field(min_length=1)
+    hosts: list[HostSpec] = Field(min_length=1)
+
+    @field_validator("ssh_key_file", "known_hosts_file")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if value and not value.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return value
+
+    @field_validator("images")
+    @classmethod
+    def _image_keys(cls, value: dict) -> dict:
+        for key in value:
+            check_identifier(key, "image key")
+        return value
+
+    @field_validator("machine_types")
+    @classmethod
+    def _machine_type_keys(cls, value: dict) -> dict:
+        for key in value:
+            check_identifier(key, "machine type")
+        return value
+
+    @field_validator("hosts")
+    @classmethod
+    def _unique_hosts(cls, value: list) -> list:
+        seen = set()
+        for host in value:
+            if host.name in seen:
+                raise ValueError("host name %r is used twice" % host.name)
+            seen.add(host.name)
+        return value
+
+    @model_validator(mode="after")
+    def _host_key_policy(self):
+        if bool(self.known_hosts_file) == bool(self.insecure_ignore_host_key):
+            raise ValueError(
+                "set exactly one of knownHostsFile (verify host keys) and insecureIgnoreHostKey: true"
+            )
+        return self
+
+    def host(self, name: str):
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        return None

@@ -1,0 +1,179 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Base images: resolving ``placement.image`` and the per-host image cache in the pool.
+
+An image is downloaded once per host and pool, streamed from HTTP straight into a volume in
+1 MiB chunks (never held whole in memory), its sha256 computed on the way. A marker volume
+holding the digest and URL is written last, only after the whole body arrived and matched: an
+image volume without a valid marker (a cut-off download, a crash) is never trusted, and is
+deleted and fetched again. A sha256 mismatch leaves nothing behind and is Permanent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import urllib.error
+
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
+from ansible.module_utils.urls import SSLValidationError, open_url
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
+    backend,
+    ids,
+    xmlbuild,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
+    Permanent,
+    Transient,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.config import (
+    check_http_url,
+    check_identifier,
+)
+
+log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
+
+CHUNK = 1024 * 1024
+MARKER_LIMIT = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Image:
+    key: str  # the catalogue key, or ``url-<hash>`` for a bare URL: part of volume names
+    url: str
+    sha256: str  # empty for a bare URL: then only the length is checked
+    format: str
+    firmware: str
+
+    @property
+    def volume(self) -> str:
+        return ids.image_volume(self.key)
+
+    @property
+    def marker(self) -> str:
+        return ids.image_marker_volume(self.key)
+
+    def marker_text(self, digest: str) -> bytes:
+        return ("%s %s\n" % (digest, self.url)).encode("utf-8")
+
+
+def resolve(config, image: str) -> Image:
+    """A catalogue key or an http(s) URL (qcow2, BIOS); ``Permanent`` for anything else."""
+    if not image:
+        raise Permanent("placement.image is required: a key of images or an http(s) URL")
+    spec = config.images.get(image)
+    if spec is not None:
+        return Image(image, spec.url, spec.sha256, spec.format, spec.firmware)
+    if image.startswith(("http://", "https://")):
+        try:
+            check_http_url(image)
+        except ValueError as exc:
+            raise Permanent("placement.image: %s" % exc) from None
+        key = "url-" + hashlib.sha256(image.encode("utf-8")).hexdigest()[:16]
+        check_identifier(key, "image key")
+        return Image(key, image, "", "qcow2", "bios")
+    known = ", ".join(sorted(config.images)) or "none configured"
+    raise Permanent(
+        "placement.image %r is neither a configured image (%s) nor an http(s) URL" % (image, known)
+    )
+
+
+def is_cached(conn, pool: str, image: Image) -> bool:
+    """The marker exists, names this URL (and digest, when one is configured), and the image
+    volume exists. Anything else means: fetch again."""
+    names = set(conn.volume_names(pool))
+    if image.marker not in names or image.volume not in names:
+        return False
+    text = conn.volume_download(pool, image.marker, MARKER_LIMIT).decode("utf-8", "replace").split()
+    if len(text) != 2 or text[1] != image.url:
+        return False
+    return not image.sha256 or text[0] == image.sha256
+
+
+def open_download(image: Image, timeout: float):
+    """``(response, length)``; the body is read later, after the space precheck."""
+    try:
+        response = open_url(
+            image.url, timeout=timeout, http_agent="crawl.egress_proxies", follow_redirects="safe"
+        )
+    except urllib.error.HTTPError as exc:
+        kind = Transient if exc.code == 429 or exc.code >= 500 else Permanent
+        raise kind("image download %s: HTTP %d %s" % (image.url, exc.code, exc.reason)) from None
+    except SSLValidationError as exc:
+        raise Permanent("image download %s: TLS certificate not trusted: %s" % (image.url, exc)) from None
+    except (urllib.error.URLError, OSError, UrlsConnectionError) as exc:
+        raise Transient("image download %s failed: %s" % (image.url, getattr(exc, "reason", exc))) from None
+    length = response.headers.get("Content-Length")
+    if not length or not length.isdigit() or int(length) <= 0:
+        response.close()
+        raise Permanent(
+            "image %s: the server sent no Content-Length (required to size the volume)" % image.url
+        )
+    return response, int(length)
+
+
+def _delete_if_present(conn, pool: str, volume: str) -> None:
+    try:
+        conn.volume_delete(pool, volume)
+    except backend.LibvirtCallError as exc:
+        if exc.code != backend.ERR_NO_STORAGE_VOL:
+            raise
+
+
+def fill(conn, pool: str, image: Image, response, length: int, deadline, budgets) -> None:
+    """Stream the body into a fresh image volume, verify it, then write the marker last."""
+    for volume in (image.marker, image.volume):
+        _delete_if_present(conn, pool, volume)
+    conn.volume_create(pool, xmlbuild.raw_volume_xml(image.volume, length))
+    upload = conn.volume_upload(pool, image.volume, length)
+    digest = hashlib.sha256()
+    received = 0
+    try:
+        while True:
+            deadline.check("image download")
+            try:
+                chunk = response.read(CHUNK)
+            except (OSError, ValueError) as exc:
+                raise Transient("image download %s cut off after %d bytes: %s" % (image.url, received, exc))
+            if not chunk:
+                break
+            received += len(chunk)
+            if received > length:
+                raise Transient("image %s sent more than its Content-Length %d" % (image.url, length))
+            digest.update(chunk)
+            upload.send(chunk)
+        if received != length:
+            raise Transient("image download %s cut off: %d of %d bytes" % (image.url, received, length))
+        if image.sha256 and digest.hexdigest() != image.sha256:
+            raise Permanent(
+                "image %s has sha256 %s, the config says %s" % (image.url, digest.hexdigest(), image.sha256)
+            )
+        upload.finish()
+    except BaseException:
+        upload.abort()
+        _cleanup(conn, pool, image)
+        raise
+    marker = image.marker_text(digest.hexdigest())
+    conn.volume_create(pool, xmlbuild.raw_volume_xml(image.marker, len(marker)))
+    write = conn.volume_upload(pool, image.marker, len(marker))
+    try:
+        write.send(marker)
+        write.finish()
+    except BaseException:
+        write.abort()
+        _cleanup(conn, pool, image)
+        raise
+    log.info("libvirt image cached key=%s bytes=%d sha256=%s", image.key, length, digest.hexdigest())
+
+
+def _cleanup(conn, pool: str, image: Image) -> None:
+    """After a failed download, with its own short deadline (the operation's may be spent)."""
+    spare = conn.with_deadline(Deadline(15.0)) if hasattr(conn, "with_deadline") else conn
+    for volume in (image.marker, image.volume):
+        try:
+            _delete_if_present(spare, pool, volume)
+        except Exception as exc:  # the marker is absent, so a leftover volume is never trusted
+            log.warning("libvirt image cleanup of %s failed: %s", volume, exc)

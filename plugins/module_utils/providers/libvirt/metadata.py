@@ -1,0 +1,114 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The marks: the domain's ``<metadata>`` element and the marks volume beside its disks.
+
+libvirt has no labels, so the marks (managed, uid, createdAt, installation) live in a metadata
+element in the type's own XML namespace, written in the same DomainDefineXML that creates the
+domain: a domain of ours never exists unmarked, and ``kvm`` never reads ``kvm2``'s element (nor
+the other way round). Volumes cannot hold metadata, so each instance also has a small marks
+volume with the same facts as JSON, written before its other volumes and deleted after them:
+volumes left without a domain (a crash mid-create, a domain removed by hand) stay findable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import xml.etree.ElementTree as ET
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+
+NAMESPACE_BASE = "https://crawl.example.com/egress-proxies/libvirt/"
+PREFIX = "egress"
+ELEMENT = "instance"
+MARKS_VERSION = 1
+
+
+def namespace(type_name: str) -> str:
+    """Each registered type has its own namespace, so neither adopts the other's domains."""
+    return NAMESPACE_BASE + type_name
+
+
+@dataclasses.dataclass(frozen=True)
+class Marks:
+    managed: bool
+    uid: str
+    created_at: datetime.datetime | None
+    installation: str
+
+
+class MarksError(ValueError):
+    """A marks element or volume that exists but cannot be parsed."""
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+
+
+def format_time(value: datetime.datetime) -> str:
+    return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value):
+    """An unparsable timestamp gives ``None``: GC treats it as very old (never a shield)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+def element_xml(uid: str, created_at: datetime.datetime, installation: str) -> str:
+    """The bare element as libvirt's metadata API takes and returns it (no namespace prefix)."""
+    node = ET.Element(ELEMENT)
+    node.set("managed", names.LABEL_MANAGED_VALUE)
+    node.set("uid", uid)
+    node.set("createdAt", format_time(created_at))
+    node.set("installation", installation)
+    return ET.tostring(node, encoding="unicode")
+
+
+def parse_element(text: str) -> Marks:
+    try:
+        node = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise MarksError("metadata element does not parse: %s" % exc) from None
+    if node.tag.split("}")[-1] != ELEMENT:
+        raise MarksError("metadata element is <%s>, want <%s>" % (node.tag, ELEMENT))
+    return Marks(
+        managed=node.get("managed") == names.LABEL_MANAGED_VALUE,
+        uid=node.get("uid", ""),
+        created_at=parse_time(node.get("createdAt")),
+        installation=node.get("installation", ""),
+    )
+
+
+def volume_json(type_name: str, name: str, uid: str, created_at, installation: str) -> bytes:
+    doc = {
+        "version": MARKS_VERSION,
+        "type": type_name,
+        "name": name,
+        names.LABEL_MANAGED: names.LABEL_MANAGED_VALUE,
+        names.LABEL_UID: uid,
+        names.LABEL_INSTALL: installation,
+        "createdAt": format_time(created_at),
+    }
+    return (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
+
+
+def parse_volume_json(data: bytes, type_name: str, name: str) -> Marks:
+    try:
+        doc = json.loads(data.rstrip(b"\0").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise MarksError("marks volume does not parse: %s" % exc) from None
+    if not isinstance(doc, dict) or doc.get("type") != type_name or doc.get("name") != name:
+        raise MarksError("marks volume belongs to another type or name")
+    return Marks(
+        managed=doc.get(names.LABEL_MANAGED) == names.LABEL_MANAGED_VALUE,
+        uid=str(doc.get(names.LABEL_UID, "")),
+        created_at=parse_time(doc.get("createdAt")),
+        installation=str(doc.get(names.LABEL_INSTALL, "")),
+    )

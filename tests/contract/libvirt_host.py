@@ -1,0 +1,350 @@
+"""A real hypervisor for the libvirt provider's tests, started and stopped by the tests:
+libvirtd and virtlogd (qemu with KVM where /dev/kvm is usable, TCG otherwise), a transient
+directory pool, a real sshd on 127.0.0.1 with a generated host key, client key and known_hosts,
+and base images (small qcow2 files made with qemu-img) served over HTTP on loopback.
+
+Only one such host runs per machine at a time: a privileged libvirtd keeps driver state under
+fixed paths (/run/libvirt/qemu, /run/libvirt/virtlogd-sock), so an inter-process lock
+serialises concurrent test sessions. Everything else (libvirtd's sockets, config, logs, the
+pool, sshd) lives in a private directory. Daemons are stopped by their pid, never by name.
+Domains left by a crashed run are recognised by this project's metadata namespace (or the
+test marker in their description) and removed at start and at stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import grp
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+
+import libvirt
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
+
+LOCK_PATH = "/run/lock/egress-proxies-libvirt-tests.lock"
+VIRTLOGD_SOCKET = "/run/libvirt/virtlogd-sock"
+TEST_MARK = "egress-proxies test domain"
+SSHD = "/usr/sbin/sshd"
+
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for(predicate, seconds: float, what: str, log: str = "") -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    detail = ""
+    if log and os.path.exists(log):
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            detail = handle.read()[-3000:]
+    raise RuntimeError("%s did not come up within %ss\n%s" % (what, seconds, detail))
+
+
+def _connectable_unix(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(path)
+            return True
+        except OSError:
+            return False
+
+
+def _connectable_tcp(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _children(pid: int) -> list:
+    """Every descendant of ``pid`` (from /proc), deepest first."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        parents.setdefault(int(text[text.rindex(")") + 2 :].split()[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return list(reversed(out))
+
+
+def _stop(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def kvm_usable() -> bool:
+    """/dev/kvm exists; make it usable by qemu the way Debian's udev rule does (root:kvm 0660),
+    which a host without udev (a container) lacks. Returns False where there is no KVM."""
+    if os.environ.get("EGRESS_TEST_DOMAIN_TYPE") == "qemu" or not os.path.exists("/dev/kvm"):
+        return False
+    try:
+        kvm_gid = grp.getgrnam("kvm").gr_gid
+        st = os.stat("/dev/kvm")
+        if st.st_gid != kvm_gid or (st.st_mode & 0o060) != 0o060:
+            os.chown("/dev/kvm", 0, kvm_gid)
+            os.chmod("/dev/kvm", 0o660)
+        return True
+    except (KeyError, OSError):
+        return False
+
+
+class LibvirtHost:
+    def __init__(self):
+        self.base = tempfile.mkdtemp(prefix="egress-libvirt-", dir="/tmp")
+        os.chmod(self.base, 0o755)  # qemu runs as libvirt-qemu and must reach the pool
+        self.run_dir = os.path.join(self.base, "run")
+        self.socket = os.path.join(self.run_dir, "libvirt-sock")
+        self.pool_dir = os.path.join(self.base, "pool")
+        self.pool = "egress-test-" + uuid.uuid4().hex[:8]
+        self.ssh_dir = os.path.join(self.base, "ssh")
+        self.key = os.path.join(self.ssh_dir, "client_key")
+        self.known_hosts = os.path.join(self.ssh_dir, "known_hosts")
+        self.sshd_port = free_port()
+        self.domain_type = "kvm" if kvm_usable() else "qemu"
+        self._lock = None
+        self._libvirtd = None
+        self._virtlogd = None
+        self._sshd = None
+        self._conn = None
+        self._started = time.time()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> LibvirtHost:
+        os.makedirs(os.path.dirname(LOCK_PATH), exist_ok=True)
+        self._lock = open(LOCK_PATH, "a")  # noqa: SIM115 - held for the whole session
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        for path in (self.run_dir, self.pool_dir, self.ssh_dir):
+            os.makedirs(path, mode=0o755, exist_ok=True)
+        self._start_virtlogd()
+        self._start_libvirtd()
+        self.remove_test_domains()
+        self.direct().storagePoolCreateXML(
+            "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>"
+            % (self.pool, self.pool_dir),
+            0,
+        )
+        self._make_keys()
+        self.start_sshd()
+        return self
+
+    def stop(self) -> None:
+        try:
+            if self._conn is not None:
+                with contextlib.suppress(libvirt.libvirtError):
+                    self.remove_test_domains()
+                with contextlib.suppress(libvirt.libvirtError):
+                    self._conn.storagePoolLookupByName(self.pool).destroy()
+                with contextlib.suppress(libvirt.libvirtError):
+                    self._conn.close()
+                self._conn = None
+            self.stop_sshd()
+            _stop(self._libvirtd)
+            _stop(self._virtlogd)
+            self._remove_domain_logs()
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+            if self._lock is not None:
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+                self._lock.close()
+                self._lock = None
+
+    def _remove_domain_logs(self) -> None:
+        """virtlogd keeps one log per domain under /var/log/libvirt/qemu: remove those of the
+        test domains (instance names start with ``proxy-``) written since this host started."""
+        for path in glob.glob("/var/log/libvirt/qemu/proxy-*.log*"):
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_mtime >= self._started - 1:
+                    os.unlink(path)
+
+    def _start_virtlogd(self) -> None:
+        if _connectable_unix(VIRTLOGD_SOCKET):
+            return  # a virtlogd already serves this machine; libvirtd uses it
+        log = os.path.join(self.base, "virtlogd.out")
+        with open(log, "ab") as out:
+            self._virtlogd = subprocess.Popen(
+                ["virtlogd", "-p", os.path.join(self.base, "virtlogd.pid")],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        _wait_for(lambda: _connectable_unix(VIRTLOGD_SOCKET), 20, "virtlogd", log)
+
+    def _start_libvirtd(self) -> None:
+        conf = os.path.join(self.base, "libvirtd.conf")
+        with open(conf, "w", encoding="utf-8") as handle:
+            handle.write(
+                'unix_sock_dir = "%s"\nunix_sock_group = "root"\nunix_sock_rw_perms = "0700"\n'
+                'auth_unix_rw = "none"\nauth_unix_ro = "none"\n'
+                'log_outputs = "3:file:%s"\n' % (self.run_dir, os.path.join(self.base, "libvirtd.log"))
+            )
+        log = os.path.join(self.base, "libvirtd.out")
+        with open(log, "ab") as out:
+            self._libvirtd = subprocess.Popen(
+                ["libvirtd", "-f", conf, "-p", os.path.join(self.base, "libvirtd.pid")],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        _wait_for(lambda: _connectable_unix(self.socket), 30, "libvirtd", log)
+
+    def _make_keys(self) -> None:
+        for name in ("host_key", "client_key", "other_key"):
+            subprocess.run(
+                [
+                    "ssh-keygen",
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    name,
+                    "-f",
+                    os.path.join(self.ssh_dir, name),
+                ],
+                check=True,
+            )
+        shutil.copy(self.key + ".pub", os.path.join(self.ssh_dir, "authorized_keys"))
+        with open(self.known_hosts, "w", encoding="utf-8") as handle:
+            handle.write(self.known_hosts_line("host_key"))
+
+    def known_hosts_line(self, key_name: str) -> str:
+        with open(os.path.join(self.ssh_dir, key_name + ".pub"), encoding="utf-8") as handle:
+            kind, blob = handle.read().split()[:2]
+        return "[127.0.0.1]:%d %s %s\n" % (self.sshd_port, kind, blob)
+
+    def write_wrong_known_hosts(self) -> str:
+        path = os.path.join(self.ssh_dir, "wrong_known_hosts")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(self.known_hosts_line("other_key"))
+        return path
+
+    def start_sshd(self) -> None:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # privilege separation directory
+        conf = os.path.join(self.ssh_dir, "sshd_config")
+        with open(conf, "w", encoding="utf-8") as handle:
+            handle.write(
+                "ListenAddress 127.0.0.1:%d\nHostKey %s\nAuthorizedKeysFile %s\n"
+                "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\n"
+                "MaxStartups 100\nMaxSessions 100\nLogLevel INFO\n"
+                % (
+                    self.sshd_port,
+                    os.path.join(self.ssh_dir, "host_key"),
+                    os.path.join(self.ssh_dir, "authorized_keys"),
+                )
+            )
+        with open(self.sshd_log, "ab") as out:
+            self._sshd = subprocess.Popen(
+                [SSHD, "-D", "-e", "-f", conf],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        _wait_for(lambda: _connectable_tcp(self.sshd_port), 20, "sshd", self.sshd_log)
+
+    def stop_sshd(self) -> None:
+        """Stop the listener and every session it forked (an established session would
+        otherwise outlive it): the provider's pooled connection dies too."""
+        if self._sshd is None or self._sshd.poll() is not None:
+            return
+        sessions = _children(self._sshd.pid)
+        _stop(self._sshd, 5)
+        for pid in sessions:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self._sshd = None
+
+    @property
+    def sshd_log(self) -> str:
+        return os.path.join(self.ssh_dir, "sshd.log")
+
+    def ssh_logins(self) -> int:
+        """Accepted SSH logins so far (every provider dial is one)."""
+        with open(self.sshd_log, encoding="utf-8", errors="replace") as handle:
+            return handle.read().count("Accepted publickey")
+
+    # -- behind the provider's back ----------------------------------------------------------
+
+    def direct(self):
+        """A local libvirt connection on the unix socket (not through SSH)."""
+        if self._conn is None or not self._conn.isAlive():
+            self._conn = libvirt.open("qemu:///system?socket=%s" % self.socket)
+        return self._conn
+
+    def remove_test_domains(self) -> None:
+        conn = self.direct()
+        for dom in conn.listAllDomains(0):
+            try:
+                xml = dom.XMLDesc(0)
+            except libvirt.libvirtError:
+                continue
+            if metadata.NAMESPACE_BASE not in xml and TEST_MARK not in xml:
+                continue
+            with contextlib.suppress(libvirt.libvirtError):
+                dom.destroy()
+            with contextlib.suppress(libvirt.libvirtError):
+                dom.undefineFlags(
+                    libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
+                    | libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
+                    | libvirt.VIR_DOMAIN_UNDEFINE_SNAPSHOTS_METADATA
+                )
+
+    def volumes(self) -> list:
+        pool = self.direct().storagePoolLookupByName(self.pool)
+        pool.refresh(0)
+        return sorted(pool.listVolumes())
+
+    def read_log(self) -> str:
+        chunks = []
+        for path in (os.path.join(self.base, "libvirtd.log"), self.sshd_log):
+            with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as handle:
+                chunks.append(handle.read())
+        return "\n".join(chunks)
+
+
+def make_image(directory: str, name: str = "base.qcow2", size: str = "64M") -> tuple:
+    """A small qcow2 made with qemu-img; returns ``(bytes, sha256)``."""
+    path = os.path.join(directory, name)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", path, size], check=True)
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return data, hashlib.sha256(data).hexdigest()
