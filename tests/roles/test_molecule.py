@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -46,13 +47,24 @@ def molecule(scenario: str, env: dict) -> None:
         check=False,
     )
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, "molecule test -s %s failed:\n%s" % (scenario, output[-6000:])
+    lines = output.splitlines()
+    failures = [
+        "\n".join(lines[max(0, i - 5) : i + 3])
+        for i, line in enumerate(lines)
+        if line.lstrip().startswith("fatal:")
+    ]
+    assert proc.returncode == 0, "molecule test -s %s failed:\n%s\n...\n%s" % (
+        scenario,
+        "\n---\n".join(failures)[:8000],
+        output[-3000:],
+    )
     # Every step of the scenario's sequence ran and passed (none was skipped or missing).
     assert "failed=1" not in output and "Executed: Failed" not in output, output[-6000:]
 
 
-def test_libvirt_host_then_proxy_scenarios(tmp_path):
-    directory = str(tmp_path / "hv")
+def test_libvirt_host_then_proxy_scenarios():
+    # Not under pytest's tmp_path: its parents are 0700, and qemu (another uid) must reach the pool.
+    directory = tempfile.mkdtemp(prefix="egress-molecule-", dir="/tmp")
     try:
         env = hypervisor_env.up(directory)
         molecule("libvirt_host", env)
