@@ -57,25 +57,14 @@ class Kube:
                 return None
             raise
 
-    def write_status(self, obj: dict, compute) -> dict | None:
-        """Replace the status with ``compute(obj)`` (a dict, or None for no change), retrying
-        conflicts on a fresh read. Returns the object written, or None when gone/unchanged."""
+    def _update_with_retry(self, obj: dict, what: str, attempt) -> dict | None:
+        """Optimistic concurrency: ``attempt(obj)`` returns the written object, ``obj`` itself for
+        "nothing to write", or raises ApiException; a 409 re-reads the object and tries again.
+        Returns None when the object is gone."""
         meta = obj["metadata"]
-        for _attempt in range(CONFLICT_RETRIES):
-            status = compute(obj)
-            if status is None or status == (obj.get("status") or {}):
-                return None
-            body = dict(obj, status=status)
+        for _try in range(CONFLICT_RETRIES):
             try:
-                return self.custom.replace_namespaced_custom_object_status(
-                    api.GROUP,
-                    api.VERSION,
-                    meta["namespace"],
-                    api.PROXY_PLURAL,
-                    meta["name"],
-                    body,
-                    _request_timeout=self.timeout,
-                )
+                return attempt(obj)
             except ApiException as exc:
                 if exc.status == 404:
                     return None
@@ -84,42 +73,55 @@ class Kube:
             obj = self.get_proxy(meta["namespace"], meta["name"])
             if obj is None:
                 return None
-            meta = obj["metadata"]
         raise RuntimeError(
-            "status of %s/%s: conflict after %d retries" % (meta["namespace"], meta["name"], CONFLICT_RETRIES)
+            "%s of %s/%s: conflict after %d retries"
+            % (what, meta["namespace"], meta["name"], CONFLICT_RETRIES)
         )
 
+    def write_status(self, obj: dict, compute) -> dict | None:
+        """Replace the status with ``compute(obj)`` (a dict, or None for no change), retrying
+        conflicts on a fresh read. Returns the object written, or None when gone/unchanged."""
+
+        def attempt(current):
+            status = compute(current)
+            if status is None or status == (current.get("status") or {}):
+                return None
+            meta = current["metadata"]
+            return self.custom.replace_namespaced_custom_object_status(
+                api.GROUP,
+                api.VERSION,
+                meta["namespace"],
+                api.PROXY_PLURAL,
+                meta["name"],
+                dict(current, status=status),
+                _request_timeout=self.timeout,
+            )
+
+        return self._update_with_retry(obj, "status", attempt)
+
     def set_finalizer(self, obj: dict, present: bool) -> dict | None:
-        meta = obj["metadata"]
-        for _attempt in range(CONFLICT_RETRIES):
+        """Add or remove our finalizer (a patch guarded by resourceVersion)."""
+
+        def attempt(current):
+            meta = current["metadata"]
             finalizers = list(meta.get("finalizers") or [])
-            has = api.FINALIZER in finalizers
-            if has == present:
-                return obj
+            if (api.FINALIZER in finalizers) == present:
+                return current
             finalizers = (
                 [*finalizers, api.FINALIZER] if present else [f for f in finalizers if f != api.FINALIZER]
             )
             patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-            try:
-                return self.custom.patch_namespaced_custom_object(
-                    api.GROUP,
-                    api.VERSION,
-                    meta["namespace"],
-                    api.PROXY_PLURAL,
-                    meta["name"],
-                    patch,
-                    _request_timeout=self.timeout,
-                )
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                if exc.status != 409:
-                    raise
-            obj = self.get_proxy(meta["namespace"], meta["name"])
-            if obj is None:
-                return None
-            meta = obj["metadata"]
-        raise RuntimeError("finalizer of %s/%s: conflict after retries" % (meta["namespace"], meta["name"]))
+            return self.custom.patch_namespaced_custom_object(
+                api.GROUP,
+                api.VERSION,
+                meta["namespace"],
+                api.PROXY_PLURAL,
+                meta["name"],
+                patch,
+                _request_timeout=self.timeout,
+            )
+
+        return self._update_with_retry(obj, "finalizer", attempt)
 
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         """A Secret's value; ``LookupError`` with a readable reason when it cannot be had."""

@@ -230,17 +230,8 @@ class Reconciler:
         if answer.ok and (answer.instance or {}).get("state") != "absent":
             return self._observed(proxy, dict(proxy.status), answer.instance)
         if answer.ok or answer.error_class == NOT_FOUND:
-            status = dict(proxy.status)
-            status.update(providerID="", state="", ip="")
-            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
-            status["conditions"] = conditions.set_condition(
-                status.get("conditions"),
-                api.COND_READY,
-                False,
-                "Recreating",
-                "instance %s is gone; creating it again" % action.provider_id,
-                proxy.generation,
-                self._now(),
+            status = self._forget_instance(
+                proxy, "instance %s is gone; creating it again" % action.provider_id
             )
             return Step(
                 status=status,
@@ -251,17 +242,8 @@ class Reconciler:
 
     def _after_recycle(self, proxy, action, answer) -> Step:
         if answer.ok or answer.error_class == NOT_FOUND:
-            status = dict(proxy.status)
-            status.update(providerID="", state="", ip="")
-            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
-            status["conditions"] = conditions.set_condition(
-                status.get("conditions"),
-                api.COND_READY,
-                False,
-                "Recreating",
-                "instance %s stopped and was deleted; creating it again" % action.provider_id,
-                proxy.generation,
-                self._now(),
+            status = self._forget_instance(
+                proxy, "instance %s stopped and was deleted; creating it again" % action.provider_id
             )
             gone = answer.error_class == NOT_FOUND or (answer.instance or {}).get("state") in (
                 "absent",
@@ -279,9 +261,7 @@ class Reconciler:
         if (
             answer.ok and (answer.instance or {}).get("state") == "absent"
         ) or answer.error_class == NOT_FOUND:
-            status = dict(proxy.status)
-            status.update(providerID="", state="", ip="")
-            status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
+            status = self._forget_instance(proxy, "old instance gone; creating the replacement", "Replacing")
             return Step(
                 status=status,
                 requeue_after=self.settings.requeue_now,
@@ -349,6 +329,17 @@ class Reconciler:
         return Step(backoff=True, events=events)  # Permanent is not latched while deleting
 
     # -- shared ------------------------------------------------------------------------
+
+    def _forget_instance(self, proxy, message: str, reason: str = "Recreating") -> dict:
+        """Status without the instance: the id is cleared only once the instance is gone, so
+        the next plan creates (the same name) again. A new instance is probed afresh."""
+        status = dict(proxy.status)
+        status.update(providerID="", state="", ip="")
+        conds = conditions.without(status.get("conditions"), api.COND_HEALTHY)
+        status["conditions"] = conditions.set_condition(
+            conds, api.COND_READY, False, reason, message, proxy.generation, self._now()
+        )
+        return status
 
     def _observed(self, proxy, status: dict, instance: dict) -> Step:
         state = instance.get("state", "")

@@ -155,10 +155,12 @@ class Provider(abc.ABC):
     def list_by_tag(self, deadline) -> list:
         """Every managed instance of this installation, or an error, never a partial guess."""
 
-    def id_for(self, name: str, placement: Placement) -> str | None:
+    def id_for(self, name: str, placement: Placement, namespace: str = "") -> str | None:
         """The id an instance of that name would have, when the provider can tell without a call.
 
-        Lets ``state: absent`` work from a name alone; ``None`` means "list to find it".
+        ``namespace`` is the request's (the owning Proxy's) namespace, which some providers put
+        in the id (kubernetes). Lets ``state: absent`` work from a name alone; ``None`` means
+        "list to find it".
         """
         return None
 

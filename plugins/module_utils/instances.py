@@ -222,7 +222,7 @@ class Converger:
         )
 
     def _present(self, provider, item: Item, deadline) -> dict:
-        provider_id = item.id or provider.id_for(item.name, item.placement) or ""
+        provider_id = item.id or provider.id_for(item.name, item.placement, item.namespace or "") or ""
         existing = None
         if provider_id:
             try:
@@ -251,7 +251,7 @@ class Converger:
         return self._waited(provider, item, _result(item, True, instance), instance)
 
     def _absent(self, provider, item: Item, deadline) -> dict:
-        provider_id = item.id or provider.id_for(item.name, item.placement) or ""
+        provider_id = item.id or provider.id_for(item.name, item.placement, item.namespace or "") or ""
         if not provider_id:
             provider_id = self._find_by_name(provider, item, deadline)
             if not provider_id:

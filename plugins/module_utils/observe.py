@@ -99,8 +99,8 @@ class ObservedProvider(Provider):
     def list_by_tag(self, deadline):
         return _observe_call("list", self.inner, self.telemetry, self.inner.list_by_tag, deadline)
 
-    def id_for(self, name, placement):
-        return self.inner.id_for(name, placement)
+    def id_for(self, name, placement, namespace=""):
+        return self.inner.id_for(name, placement, namespace)
 
     def close(self):
         self.inner.close()

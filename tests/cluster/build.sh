@@ -139,7 +139,7 @@ for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with
 done >"$work/bin/stages.yaml"
 
 # Publish atomically: bin/ appears complete or not at all.
-rm -rf "$dir/bin"
+rm -rf "${dir:?}/bin"
 mv "$work/bin" "$dir/bin"
 printf 'K8S_VERSION=%s\nETCD_VERSION=%s\nKWOK_VERSION=%s\nBUILD_SECONDS=%s\n' "$K8S_VERSION" \
   "$ETCD_VERSION" "$KWOK_VERSION" "$(($(date +%s) - start))" >"$dir/build-info"

@@ -189,14 +189,23 @@ class ControlPlane:
     """The processes of one test cluster, all under ``directory``."""
 
     def __init__(
-        self, directory: str, bindir: str | None = None, *, max_pods: int = 110, pod_cidr_prefix: int = 24
+        self,
+        directory: str,
+        bindir: str | None = None,
+        *,
+        max_pods: int = 110,
+        pod_cidr_prefix: int = 24,
+        die_with_parent: bool = False,
     ):
         """``max_pods`` and ``pod_cidr_prefix`` size the kwok node: the defaults suit the tests;
-        the controller benchmark raises them to fit 1000 Pods (a /21 holds 2046 addresses)."""
+        the controller benchmark raises them to fit 1000 Pods (a /21 holds 2046 addresses).
+        ``die_with_parent`` (the pytest fixture): if pytest itself is killed, the kernel ends
+        the processes too."""
         self.dir = os.path.abspath(directory)
         self.bindir = bindir
         self.max_pods = max_pods
         self.pod_cidr_prefix = pod_cidr_prefix
+        self.die_with_parent = die_with_parent
         self.procs: dict = {}
         self.server = ""
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
@@ -215,6 +224,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # our own process group: a Ctrl-C in pytest reaches us only
                 cwd=self.dir,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
         self.procs[name] = proc
         self._save_pids()
@@ -433,6 +443,15 @@ class ControlPlane:
         self.procs.clear()
         if os.path.isdir(self.dir):
             self._save_pids()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the process that started us exits (a throwaway
+    cluster needs no graceful shutdown, and kube-apiserver may hang in one once etcd is gone)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
 def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 10.0) -> None:

@@ -4,8 +4,8 @@
 ``kube_cluster`` (session) starts the control plane the first time a test asks for it
 (building the binaries first if this machine has none: progress shows on stderr) and stops
 it, by pid, when the session ends; a session without Kubernetes tests starts nothing.
-``kube_admin`` is a cluster-admin client; ``kube_namespace`` a fresh namespace per test,
-deleted afterwards.
+``kube_admin`` is a cluster-admin client (the Proxy CRD and the kubernetes provider's
+ClusterRole are applied); ``kube_namespace`` a fresh namespace per test, deleted afterwards.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from cluster.kube_cluster import ControlPlane
 
 @pytest.fixture(scope="session")
 def kube_cluster(tmp_path_factory):
-    plane = ControlPlane(str(tmp_path_factory.mktemp("kube-cluster")))
+    plane = ControlPlane(str(tmp_path_factory.mktemp("kube-cluster")), die_with_parent=True)
     plane.start()
     try:
         yield plane
@@ -34,6 +34,9 @@ def kube_cluster(tmp_path_factory):
 def kube_admin(kube_cluster):
     client = kube_testlib.api_client(kube_cluster.kubeconfig)
     kube_testlib.ensure_provider_role(client)
+    # Early: the controller-manager's garbage collector picks up new resource types only on its
+    # 30 s discovery resync, and the OwnerReference tests wait for it.
+    kube_testlib.apply_proxy_crd(client)
     try:
         yield client
     finally:

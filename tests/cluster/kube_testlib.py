@@ -1,5 +1,6 @@
 """Helpers for tests that use the test control plane: an admin client, throwaway namespaces,
-and a provider identity that holds exactly the RBAC docs/kubernetes-provider-rbac.yaml grants.
+the Proxy CRD, and a provider identity that holds exactly the RBAC of the controller's
+kubernetes-provider component (controller/config/rbac/kubernetes-provider/cluster_role.yaml).
 
 Used by the fixtures in ``kube_fixture.py`` and by the kubernetes tests directly. Everything a
 helper creates is either namespaced (and goes with its namespace) or removed by the helper's
@@ -19,7 +20,8 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RBAC_FILE = os.path.join(ROOT, "docs", "kubernetes-provider-rbac.yaml")
+RBAC_FILE = os.path.join(ROOT, "controller", "config", "rbac", "kubernetes-provider", "cluster_role.yaml")
+PROXY_CRD_FILE = os.path.join(ROOT, "controller", "config", "crd", "crawl.example.com_proxies.yaml")
 PROVIDER_ROLE = "egress-proxies-kubernetes-provider"
 
 
@@ -67,10 +69,44 @@ def delete_namespace(admin: k8s.ApiClient, name: str) -> None:
 
 def provider_cluster_role() -> dict:
     with open(RBAC_FILE, encoding="utf-8") as handle:
-        docs = [d for d in yaml.safe_load_all(handle) if d]
-    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
-    assert role["metadata"]["name"] == PROVIDER_ROLE
+        role = yaml.safe_load(handle)
+    assert role["kind"] == "ClusterRole" and role["metadata"]["name"] == PROVIDER_ROLE
     return role
+
+
+def apply_proxy_crd(admin: k8s.ApiClient) -> None:
+    """Install the controller's Proxy CRD (idempotent) and wait until it is served."""
+    with open(PROXY_CRD_FILE, encoding="utf-8") as handle:
+        crd = yaml.safe_load(handle)
+    ext = k8s.ApiextensionsV1Api(admin)
+    try:
+        ext.create_custom_resource_definition(crd)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    wait_for(
+        "Proxy CRD established",
+        lambda: any(
+            c.type == "Established" and c.status == "True"
+            for c in ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or ()
+        ),
+    )
+
+
+def create_proxy(admin: k8s.ApiClient, namespace: str, name: str, spec: dict) -> dict:
+    """A Proxy object (the CRD must be applied); returns it as the API server stored it."""
+    return k8s.CustomObjectsApi(admin).create_namespaced_custom_object(
+        "crawl.example.com",
+        "v1alpha1",
+        namespace,
+        "proxies",
+        {
+            "apiVersion": "crawl.example.com/v1alpha1",
+            "kind": "Proxy",
+            "metadata": {"name": name},
+            "spec": spec,
+        },
+    )
 
 
 def ensure_provider_role(admin: k8s.ApiClient) -> None:

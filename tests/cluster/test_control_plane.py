@@ -5,16 +5,12 @@ CRD's schema rejects an invalid object, and RBAC denies what was not granted."""
 from __future__ import annotations
 
 import ipaddress
-import os
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from cluster import kube_testlib
-
-CRD_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "proxy-crd.yaml")
 
 
 def pause_pod(name: str) -> dict:
@@ -65,49 +61,26 @@ def test_deployment_rolls_out(kube_admin, kube_namespace):
 
 
 def test_crd_schema_rejects_invalid_objects(kube_admin, kube_namespace):
-    with open(CRD_FILE, encoding="utf-8") as handle:
-        crd = yaml.safe_load(handle)
-    ext = k8s.ApiextensionsV1Api(kube_admin)
-    try:
-        ext.create_custom_resource_definition(crd)
-    except ApiException as exc:
-        assert exc.status == 409  # another test applied it already
-    kube_testlib.wait_for(
-        "CRD established",
-        lambda: any(
-            c.type == "Established" and c.status == "True"
-            for c in ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or ()
-        ),
-    )
-    custom = k8s.CustomObjectsApi(kube_admin)
-
-    def create(name: str, spec: dict):
-        return custom.create_namespaced_custom_object(
-            "crawl.example.com",
-            "v1alpha1",
-            kube_namespace,
-            "proxies",
-            {
-                "apiVersion": "crawl.example.com/v1alpha1",
-                "kind": "Proxy",
-                "metadata": {"name": name},
-                "spec": spec,
-            },
-        )
-
+    # The controller's real Proxy CRD: structural schema, defaults and a CEL rule.
+    kube_testlib.apply_proxy_crd(kube_admin)
     good = kube_testlib.wait_for(
-        "Proxy accepted", lambda: create("good", {"provider": "local", "port": 3128})
+        "Proxy accepted",
+        lambda: kube_testlib.create_proxy(kube_admin, kube_namespace, "good", {"provider": "local"}),
     )
     assert good["metadata"]["uid"]
-    for name, spec, field in (
+    assert good["spec"]["port"] == 3128  # the schema's default, applied by the API server
+    both = {"inline": "#cloud-config\n", "secretRef": {"name": "s", "key": "k"}}
+    for name, spec, expected in (
         ("bad-port", {"provider": "local", "port": 70000}, "spec.port"),
         ("no-provider", {"port": 3128}, "spec.provider"),
         ("port-type", {"provider": "local", "port": "http"}, "spec.port"),
+        ("bad-name", {"provider": "Not_A_Label"}, "spec.provider"),
+        ("both-sources", {"provider": "local", "cloudInit": both}, "set exactly one of inline or secretRef"),
     ):
         with pytest.raises(ApiException) as caught:
-            create(name, spec)
+            kube_testlib.create_proxy(kube_admin, kube_namespace, name, spec)
         assert caught.value.status == 422, caught.value.body
-        assert field in caught.value.body
+        assert expected in caught.value.body, caught.value.body
 
 
 def test_rbac_denies_what_was_not_granted(kube_cluster, kube_admin, kube_namespace, tmp_path):

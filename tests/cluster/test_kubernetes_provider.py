@@ -24,8 +24,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import parse_id
 from cluster import kube_testlib
 
-CRD_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", "proxy-crd.yaml")
-
 
 @pytest.fixture
 def backend(kube_cluster, kube_admin, kube_namespace, tmp_path):
@@ -41,11 +39,11 @@ def dl() -> Deadline:
 
 
 def wait_state(provider, provider_id: str, wanted: str, timeout: float = 30.0) -> contract.Instance:
-    return kube_testlib.wait_for(
-        "%s %s" % (provider_id, wanted),
-        lambda: (lambda i: i if i.state == wanted else None)(provider.get(provider_id, dl())),
-        timeout=timeout,
-    )
+    def reached():
+        instance = provider.get(provider_id, dl())
+        return instance if instance.state == wanted else None
+
+    return kube_testlib.wait_for("%s %s" % (provider_id, wanted), reached, timeout=timeout)
 
 
 def wait_gone(provider, provider_id: str, timeout: float = 30.0) -> None:
@@ -170,33 +168,13 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def _apply_proxy_crd(admin) -> None:
-    with open(CRD_FILE, encoding="utf-8") as handle:
-        crd = yaml.safe_load(handle)
-    ext = k8s.ApiextensionsV1Api(admin)
-    try:
-        ext.create_custom_resource_definition(crd)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-
-
 def test_pod_is_owned_by_its_proxy_and_locked_down(backend, kube_admin):
-    _apply_proxy_crd(kube_admin)
+    kube_testlib.apply_proxy_crd(kube_admin)
     custom = k8s.CustomObjectsApi(kube_admin)
     proxy = kube_testlib.wait_for(
         "Proxy created",
-        lambda: custom.create_namespaced_custom_object(
-            "crawl.example.com",
-            "v1alpha1",
-            backend.namespace,
-            "proxies",
-            {
-                "apiVersion": "crawl.example.com/v1alpha1",
-                "kind": "Proxy",
-                "metadata": {"name": "eu-1"},
-                "spec": {"provider": "contract-k8s", "port": 8080},
-            },
+        lambda: kube_testlib.create_proxy(
+            kube_admin, backend.namespace, "eu-1", {"provider": "contract-k8s", "port": 8080}
         ),
     )
     proxy_uid = proxy["metadata"]["uid"]
@@ -245,7 +223,9 @@ def _squid_parses(conf: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(conf)
     try:
-        out = subprocess.run([squid, "-k", "parse", "-f", path], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [squid, "-k", "parse", "-f", path], capture_output=True, text=True, timeout=60, check=False
+        )
     finally:
         os.unlink(path)
     assert out.returncode == 0 and "ERROR" not in out.stderr + out.stdout, out.stderr
@@ -277,8 +257,11 @@ def test_namespace_override_puts_every_pod_in_one_namespace(backend, kube_admin)
         req = backend.request(uid())  # asks for backend.namespace; the override wins
         provider_id = provider.create(req, dl())
         assert provider_id == "%s/%s" % (target, req.name)
-        assert provider.id_for(req.name, req.placement) == provider_id
-        assert backend.provider.id_for(req.name, req.placement) is None  # no override: list to find
+        assert provider.id_for(req.name, req.placement, req.namespace) == provider_id
+        # Without the override, id_for follows create's rule: the request's namespace, else default.
+        own = backend.provider
+        assert own.id_for(req.name, req.placement, req.namespace) == "%s/%s" % (backend.namespace, req.name)
+        assert own.id_for(req.name, req.placement) == "default/%s" % req.name
         pod = backend.pod(provider_id)
         assert not pod.metadata.owner_references  # an owner in another namespace would be invalid
         wait_state(provider, provider_id, contract.RUNNING)

@@ -3,7 +3,7 @@ control plane (tests/cluster): a kube-apiserver with RBAC, etcd, the scheduler, 
 controller-manager and a kwok node that makes scheduled Pods Running with an IP.
 
 Each harness gets its own namespace and its own ServiceAccount bound to exactly the
-documented ClusterRole (docs/kubernetes-provider-rbac.yaml), so the provider runs with the
+kubernetes-provider ClusterRole (controller/config/rbac/kubernetes-provider/), so the provider runs with the
 rights a real installation grants, and ``break_listing`` can revoke them for real. Behind the
 provider's back it uses the cluster-admin client.
 """

@@ -8,14 +8,11 @@ field; a batch. The provider runs as a ServiceAccount holding exactly the docume
 from __future__ import annotations
 
 import ipaddress
-import os
 import uuid
 
 import pytest
-import yaml
 from cluster import kube_testlib
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
 from .playbook import run_playbook
 
@@ -25,9 +22,6 @@ PI = "crawl.egress_proxies.proxy_instance"
 INFO = "crawl.egress_proxies.proxy_info"
 GC = "crawl.egress_proxies.proxy_gc"
 CHECK = "crawl.egress_proxies.proxy_check"
-CRD_FILE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster", "testdata", "proxy-crd.yaml"
-)
 
 
 @pytest.fixture
@@ -101,25 +95,9 @@ def test_lifecycle_through_the_modules(tmp_path, k8s_env, kube_cluster):
 
 
 def _proxy(admin, namespace: str, name: str) -> dict:
-    with open(CRD_FILE, encoding="utf-8") as handle:
-        crd = yaml.safe_load(handle)
-    try:
-        k8s.ApiextensionsV1Api(admin).create_custom_resource_definition(crd)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-    body = {
-        "apiVersion": "crawl.example.com/v1alpha1",
-        "kind": "Proxy",
-        "metadata": {"name": name},
-        "spec": {"provider": "k8s"},
-    }
-    custom = k8s.CustomObjectsApi(admin)
+    kube_testlib.apply_proxy_crd(admin)
     return kube_testlib.wait_for(
-        "Proxy %s" % name,
-        lambda: custom.create_namespaced_custom_object(
-            "crawl.example.com", "v1alpha1", namespace, "proxies", body
-        ),
+        "Proxy %s" % name, lambda: kube_testlib.create_proxy(admin, namespace, name, {"provider": "k8s"})
     )
 
 

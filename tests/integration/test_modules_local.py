@@ -313,3 +313,27 @@ def test_gc_refuses_to_guess_live_uids(tmp_path, local):
     run = run_playbook(tmp_path, [{"name": "gc", GC: {}}], module_defaults=local)
     assert run.rc != 0
     assert "live_uids: required" in run["gc"]["msg"]
+
+
+def test_fail_item_isolates_an_invalid_batch_item(tmp_path, local):
+    good = str(uuid.uuid4())
+    run = run_playbook(
+        tmp_path,
+        [
+            {
+                "name": "batch",
+                PI: {
+                    "provider": "local",
+                    "invalid_items": "fail_item",
+                    "instances": [{"uid": good}, {"uid": "x", "provider": "nope"}],
+                },
+            }
+        ],
+        module_defaults=local,
+    )
+    assert run.rc != 0  # the run still reports the failed item
+    first, second = run["batch"]["results"]
+    assert first["failed"] is False and first["uid"] == good and first["id"].startswith("local/")
+    assert second["failed"] is True and second["error_class"] == "permanent"
+    assert "provider 'nope' is not configured" in second["msg"]
+    assert len(_instance_dirs(tmp_path / "state")) == 1

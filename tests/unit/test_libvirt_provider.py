@@ -678,3 +678,15 @@ def test_concurrent_creates_share_one_download_and_one_dial(image_server):
     assert image_server.requests["/tiny.qcow2"] == 1
     assert len(hosts["h1"].domains) == 8
     assert dialer.dials == ["h1"]
+
+
+def test_id_for_follows_the_placement_rules_of_create(image_server):
+    one, _d, _h = make(image_server)
+    two, _d2, _h2 = make(image_server, hosts=("h1", "h2"))
+    zoneless = contract.Placement()
+    assert one.id_for("proxy-a", zoneless) == "hosts/h1/domains/proxy-a"
+    assert one.id_for("proxy-a", contract.Placement(zone="h1"), "ns") == "hosts/h1/domains/proxy-a"
+    assert two.id_for("proxy-a", zoneless) is None
+    assert two.id_for("proxy-a", contract.Placement(zone="h2")) == "hosts/h2/domains/proxy-a"
+    assert two.id_for("proxy-a", contract.Placement(zone="nope")) is None
+    assert one.id_for("Not_A_Label", zoneless) is None

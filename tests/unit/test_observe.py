@@ -36,7 +36,7 @@ class Scripted(contract.Provider):
     def list_by_tag(self, deadline):
         return self._answer([])
 
-    def id_for(self, name, placement):
+    def id_for(self, name, placement, namespace=""):
         return "scripted/" + name
 
     def close(self):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
@@ -57,13 +58,15 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         super().__init__(name, installation)
         self.config = block
         self._client = None  # built on first use: constructing a provider never dials
+        self._client_lock = threading.Lock()  # batches call one provider from several threads
 
     # -- helpers -------------------------------------------------------------------------
 
     def _api_client(self):
-        if self._client is None:
-            self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
-        return self._client
+        with self._client_lock:
+            if self._client is None:
+                self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
+            return self._client
 
     def _core(self):
         return sdk.k8s_client.CoreV1Api(self._api_client())
@@ -149,9 +152,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
 
     # -- contract ------------------------------------------------------------------------
 
-    def id_for(self, name, placement):
-        if self.config.namespace and names.is_dns_label(name):
-            return format_id(self.config.namespace, name)
+    def id_for(self, name, placement, namespace=""):
+        """Where ``create`` would put it: the override, else the request's namespace, else
+        ``default`` (the same rule as ``create``, so the module finds what create made)."""
+        chosen = self.config.namespace or namespace or DEFAULT_NAMESPACE
+        if names.is_dns_label(name) and names.is_dns_label(chosen):
+            return format_id(chosen, name)
         return None
 
     def create(self, req: contract.CreateRequest, deadline) -> str:
@@ -268,8 +274,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         return [check_apiserver(self, deadline)]
 
     def close(self) -> None:
-        if self._client is not None:
-            try:
-                self._client.close()
-            finally:
-                self._client = None
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()

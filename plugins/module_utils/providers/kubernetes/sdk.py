@@ -44,6 +44,20 @@ except ImportError:  # pragma: no cover - urllib3 comes with the kubernetes clie
     urllib3_exceptions = None
 
 
+__all__ = [
+    "KUBERNETES_IMPORT_ERROR",
+    "ApiException",
+    "ConfigException",
+    "SDKMissing",
+    "api_client",
+    "is_timeout",
+    "is_transport_error",
+    "k8s_client",
+    "k8s_config",
+    "require_sdk",
+]
+
+
 class SDKMissing(Exception):
     """The kubernetes Python client is not installed where the module runs."""
 
@@ -60,12 +74,28 @@ def api_client(kubeconfig: str | None, context: str | None):
     """An ``ApiClient`` for the kubeconfig (and context), else for the in-cluster config."""
     require_sdk()
     configuration = k8s_client.Configuration()
-    if kubeconfig or context:
-        k8s_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
+    try:
+        if kubeconfig or context:
+            k8s_config.load_kube_config(
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        else:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+    except ConfigException as exc:
+        # The client's message does not say which file or context it was reading.
+        source = (
+            "in-cluster config"
+            if not (kubeconfig or context)
+            else "kubeconfig %s%s"
+            % (
+                kubeconfig or "(default)",
+                ", context %s" % context if context else "",
+            )
         )
-    else:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        raise ConfigException("%s: %s" % (source, exc)) from exc
     configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take
     return k8s_client.ApiClient(configuration)
 

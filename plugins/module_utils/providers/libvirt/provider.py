@@ -97,7 +97,8 @@ class LibvirtProvider(contract.Provider, contract.Checker):
 
     # -- contract ------------------------------------------------------------------------
 
-    def id_for(self, name, placement):
+    def id_for(self, name, placement, namespace=""):
+        """``hosts/<zone>/domains/<name>`` (the only host when zone is empty); namespace is unused."""
         if not names.is_dns_label(name):
             return None
         if placement.zone and self.config.host(placement.zone) is not None:

@@ -184,7 +184,7 @@ class LocalProvider(contract.Provider, contract.Checker):
 
     # -- contract ------------------------------------------------------------------------
 
-    def id_for(self, name, placement):
+    def id_for(self, name, placement, namespace=""):
         return ID_PREFIX + name if names.is_dns_label(name) else None
 
     def create(self, req: contract.CreateRequest, deadline) -> str:

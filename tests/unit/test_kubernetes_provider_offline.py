@@ -1,0 +1,66 @@
+"""The kubernetes provider's behaviour that needs no cluster: requests it refuses before any
+call, and a kubeconfig that cannot be read (Permanent, with the configured provider name)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+
+
+def provider(tmp_path, **block):
+    block.setdefault("kubeconfig", str(tmp_path / "missing.kubeconfig"))
+    parsed = config.parse({"providers": [{"name": "k8s-eu", "type": "kubernetes", "kubernetes": block}]})
+    return registry.build(parsed.providers[0], parsed.installation)
+
+
+def raised(call) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        call()
+    return caught.value
+
+
+def test_unreadable_kubeconfig_is_permanent_with_the_configured_name(tmp_path):
+    p = provider(tmp_path)
+    for op, call in (
+        ("get", lambda: p.get("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(5))),
+        ("delete", lambda: p.delete("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(5))),
+        ("list", lambda: p.list_by_tag(Deadline(5))),
+        ("create", lambda: p.create(contract.CreateRequest(name="proxy-a", uid="u"), Deadline(5))),
+    ):
+        err = raised(call)
+        assert (err.error_class, err.op, err.provider_name) == (errors.PERMANENT, op, "k8s-eu"), err
+        assert "missing.kubeconfig" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("req", "message"),
+    [
+        (contract.CreateRequest(name="Proxy_A", uid="u"), "not a DNS label"),
+        (contract.CreateRequest(name="proxy-a", uid=""), "uid is required"),
+        (contract.CreateRequest(name="proxy-a", uid="u", port=0), "port 0"),
+        (contract.CreateRequest(name="proxy-a", uid="u", port=70000), "port 70000"),
+        (contract.CreateRequest(name="proxy-a", uid="u", namespace="Bad_NS"), "namespace 'Bad_NS'"),
+    ],
+)
+def test_impossible_requests_are_refused_before_any_call(tmp_path, req, message):
+    err = raised(lambda: provider(tmp_path).create(req, Deadline(5)))
+    assert err.error_class == errors.PERMANENT and message in str(err), err
+
+
+def test_expired_deadline_is_transient_never_not_found(tmp_path, monkeypatch):
+    # A readable kubeconfig but a deadline already gone: no call is made, the answer is Transient.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    p = provider(tmp_path, kubeconfig=str(kubeconfig))
+    err = raised(lambda: p.get("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(0)))
+    assert err.error_class == errors.TRANSIENT
+    p.close()
+    p.close()  # closing twice is harmless
