@@ -17,6 +17,7 @@ apt_packages+=(gcc pkg-config libvirt-dev)
 # on the "hypervisor" side to reach a non-default libvirt socket).
 [ "$profile" = test ] && apt_packages+=(
   libvirt-daemon-system qemu-system-x86 qemu-utils openssh-server openssh-client netcat-openbsd
+  python3-apt
 )
 missing=()
 for pkg in "${apt_packages[@]}"; do

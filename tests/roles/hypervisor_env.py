@@ -1,0 +1,236 @@
+"""The hypervisor surroundings the molecule scenarios ``libvirt_host`` and ``proxy`` converge on:
+everything a real KVM host has before the ``libvirt_host`` role runs, on loopback, in a private
+directory.
+
+Who calls it: ``tests/roles/test_molecule.py`` (``up`` before and ``down`` after the
+scenarios), or a person: ``python tests/roles/hypervisor_env.py up DIR`` prints the
+environment the scenarios read (``MOLECULE_HV_*``), ``... down DIR`` undoes it.
+
+What ``up`` provides: the machine-wide libvirt test lock (held by a detached helper process,
+since a privileged libvirtd keeps driver state under fixed paths; the same lock the
+libvirt fixtures of tests/contract take), a libvirtd.conf with a private socket directory (the
+role starts libvirtd with it), an sshd on 127.0.0.1 (free port) reading its authorized keys from
+a file the role fills, an operator key pair and known_hosts, and a small qcow2 base image served
+over HTTP on loopback by the helper. It starts neither libvirtd nor virtlogd: the role does.
+
+What ``down`` guarantees: the domains and the pool the scenarios made are removed, the daemons
+the role started (pid files in DIR/run) and sshd are stopped by pid, the lock released, DIR
+removed. Nothing is ever stopped by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import http.server
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, ".venv", "collections")]
+
+from contract.libvirt_host import LOCK_PATH, SSHD, free_port, kvm_usable, make_image  # noqa: E402
+
+POOL = "egress-molecule"
+HOST_NAME = "hv1"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _stop_pid(pid: int, grace: float = 10.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while time.monotonic() < end and _pid_alive(pid):
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _read_pid(path: str) -> int:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _wait(predicate, seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise RuntimeError("%s did not come up within %ss" % (what, seconds))
+
+
+def serve(directory: str) -> None:
+    """The detached helper: take the lock, serve the image, write serve.json, run until SIGTERM."""
+    lock = open(LOCK_PATH, "a")  # noqa: SIM115 - held until this process ends
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    with open(os.path.join(directory, "base.qcow2"), "rb") as handle:
+        body = handle.read()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            # One line per request: the scenarios prove a seeded image is not fetched again.
+            with open(os.path.join(directory, "requests.log"), "a", encoding="utf-8") as log:
+                log.write(self.path + "\n")
+            if self.path != "/base.qcow2":
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    tmp = os.path.join(directory, "serve.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump({"port": server.server_address[1]}, handle)
+    os.replace(tmp, os.path.join(directory, "serve.json"))
+    stop.wait()
+    server.shutdown()
+    fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def up(directory: str) -> dict:
+    directory = os.path.abspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    os.chmod(directory, 0o755)  # qemu runs as libvirt-qemu and must reach the pool under it
+    for sub in ("run", "ssh", "pools"):
+        os.makedirs(os.path.join(directory, sub), mode=0o755, exist_ok=True)
+    _data, sha256 = make_image(directory)
+    helper = subprocess.Popen(
+        [sys.executable, __file__, "serve", directory],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(os.path.join(directory, "serve.log"), "ab"),  # noqa: SIM115 - the child's
+        start_new_session=True,
+    )
+    with open(os.path.join(directory, "helper.pid"), "w", encoding="utf-8") as handle:
+        handle.write(str(helper.pid))
+    # The lock may be held by another test session: wait as long as the libvirt fixtures would.
+    _wait(lambda: os.path.exists(os.path.join(directory, "serve.json")), 1800, "the libvirt test lock")
+    with open(os.path.join(directory, "serve.json"), encoding="utf-8") as handle:
+        http_port = json.load(handle)["port"]
+    ssh = os.path.join(directory, "ssh")
+    for name in ("host_key", "operator_key"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", os.path.join(ssh, name)],
+            check=True,
+        )
+    sshd_port = free_port()
+    with open(os.path.join(ssh, "host_key.pub"), encoding="utf-8") as handle:
+        kind, blob = handle.read().split()[:2]
+    with open(os.path.join(ssh, "known_hosts"), "w", encoding="utf-8") as handle:
+        handle.write("[127.0.0.1]:%d %s %s\n" % (sshd_port, kind, blob))
+    run = os.path.join(directory, "run")
+    with open(os.path.join(directory, "libvirtd.conf"), "w", encoding="utf-8") as handle:
+        handle.write(
+            'unix_sock_dir = "%s"\nunix_sock_group = "root"\nunix_sock_rw_perms = "0700"\n'
+            'auth_unix_rw = "none"\nauth_unix_ro = "none"\nlog_outputs = "3:file:%s"\n'
+            % (run, os.path.join(directory, "libvirtd.log"))
+        )
+    conf = os.path.join(ssh, "sshd_config")
+    with open(conf, "w", encoding="utf-8") as handle:
+        handle.write(
+            "ListenAddress 127.0.0.1:%d\nHostKey %s\nAuthorizedKeysFile %s\n"
+            "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile %s\n"
+            "MaxStartups 100\nMaxSessions 100\n"
+            % (
+                sshd_port,
+                os.path.join(ssh, "host_key"),
+                os.path.join(ssh, "authorized_keys"),
+                os.path.join(directory, "sshd.pid"),
+            )
+        )
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    subprocess.run([SSHD, "-f", conf, "-E", os.path.join(ssh, "sshd.log")], check=True)
+    _wait(lambda: _read_pid(os.path.join(directory, "sshd.pid")) > 0, 20, "sshd")
+    env = {
+        "MOLECULE_HV_DIR": directory,
+        "MOLECULE_HV_SOCKET": os.path.join(run, "libvirt-sock"),
+        "MOLECULE_HV_LIBVIRTD_CONFIG": os.path.join(directory, "libvirtd.conf"),
+        "MOLECULE_HV_RUN_DIR": run,
+        "MOLECULE_HV_POOL": POOL,
+        "MOLECULE_HV_POOL_ROOT": os.path.join(directory, "pools"),
+        "MOLECULE_HV_SSH_PORT": str(sshd_port),
+        "MOLECULE_HV_SSH_KEY": os.path.join(ssh, "operator_key"),
+        "MOLECULE_HV_KNOWN_HOSTS": os.path.join(ssh, "known_hosts"),
+        "MOLECULE_HV_AUTHORIZED_KEYS": os.path.join(ssh, "authorized_keys"),
+        "MOLECULE_HV_IMAGE_URL": "http://127.0.0.1:%d/base.qcow2" % http_port,
+        "MOLECULE_HV_IMAGE_SHA256": sha256,
+        "MOLECULE_HV_DOMAIN_TYPE": "kvm" if kvm_usable() else "qemu",
+        "MOLECULE_HV_REQUESTS_LOG": os.path.join(directory, "requests.log"),
+    }
+    with open(os.path.join(directory, "env.json"), "w", encoding="utf-8") as handle:
+        json.dump(env, handle, indent=1)
+    return env
+
+
+def down(directory: str) -> None:
+    directory = os.path.abspath(directory)
+    socket_path = os.path.join(directory, "run", "libvirt-sock")
+    if os.path.exists(socket_path):
+        _remove_libvirt_objects("qemu:///system?socket=%s" % socket_path)
+    for name in ("run/libvirtd.pid", "run/virtlogd.pid", "sshd.pid", "helper.pid"):
+        pid = _read_pid(os.path.join(directory, name))
+        if pid:
+            _stop_pid(pid)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _remove_libvirt_objects(uri: str) -> None:
+    """Domains named proxy-* (the scenarios' only domains) and the scenarios' persistent pool,
+    whose definition a privileged libvirtd keeps under /etc/libvirt/storage."""
+
+    def virsh(*args):
+        return subprocess.run(["virsh", "-c", uri, *args], capture_output=True, text=True, check=False)
+
+    names = virsh("list", "--all", "--name").stdout.split()
+    for name in names:
+        if name.startswith("proxy-"):
+            virsh("destroy", name)
+            virsh("undefine", name, "--nvram", "--managed-save", "--snapshots-metadata")
+    virsh("pool-destroy", POOL)
+    virsh("pool-undefine", POOL)
+
+
+def main(argv: list) -> int:
+    if len(argv) != 2 or argv[0] not in ("up", "down", "serve"):
+        print("usage: hypervisor_env.py up|down DIR", file=sys.stderr)
+        return 2
+    command, directory = argv
+    if command == "serve":
+        serve(directory)
+    elif command == "up":
+        for key, value in up(directory).items():
+            print("export %s=%s" % (key, value))
+    else:
+        down(directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,173 @@
+"""The shipped playbooks (playbooks/proxies_create.yml, proxies_delete.yml, collect_orphans.yml,
+check_providers.yml) run as an operator runs them: real ``ansible-playbook`` with an inventory
+file and a providers file, on the local provider with real Squid.
+
+Covers: the inventory becomes proxies that serve (Running, with an address), a second run
+changes nothing, the provider check passes, an orphan (a proxy not in the inventory) is listed
+by the dry run and deleted only when applied, and the delete playbook leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+import yaml
+from contract.local_backend import random_loopback_range
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CALLBACKS = os.path.join(ROOT, "tests", "integration", "callback_plugins")
+BIN = os.path.dirname(sys.executable)
+APPLY = ("-e", "egress_proxies_gc_apply=true", "-e", "egress_proxies_gc_min_age=0")
+
+pytestmark = [pytest.mark.squid, pytest.mark.playbook]
+
+
+def run(playbook: str, inventory: str, *extra: str) -> tuple:
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".venv", "collections"),
+        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+        ANSIBLE_STDOUT_CALLBACK="task_results",
+        ANSIBLE_CALLBACK_PLUGINS=CALLBACKS,
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCALHOST_WARNING="false",
+    )
+    proc = subprocess.run(
+        [
+            os.path.join(BIN, "ansible-playbook"),
+            "-i",
+            inventory,
+            os.path.join(ROOT, "playbooks", playbook),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    start = proc.stdout.find('{"tasks": ')
+    tasks = json.loads(proc.stdout[start:])["tasks"] if start >= 0 else {}
+    return proc.returncode, tasks, proc.stdout + proc.stderr
+
+
+def task(tasks: dict, name: str) -> dict:
+    """A task's result by its name; a role's tasks are keyed ``<role> : <name>``."""
+    (key,) = [k for k in tasks if k == name or k.endswith(" : " + name)]
+    return tasks[key]
+
+
+@pytest.fixture
+def operator_files(tmp_path):
+    providers = tmp_path / "providers.yaml"
+    providers.write_text(
+        yaml.safe_dump(
+            {
+                "installation": "pb-%s" % uuid.uuid4().hex[:8],
+                "providers": [
+                    {
+                        "name": "local",
+                        "type": "local",
+                        "local": {
+                            "stateDir": str(tmp_path / "state"),
+                            "addressRange": random_loopback_range(),
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    uids = ["pb-a-%s" % uuid.uuid4().hex[:6], "pb-b-%s" % uuid.uuid4().hex[:6]]
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "vars": {
+                        "egress_proxies_providers_file": str(providers),
+                        "egress_proxies_provider": "local",
+                        "egress_proxies_wait_timeout": 60,
+                    },
+                    "children": {"egress_proxies": {"hosts": {u: {} for u in uids}}},
+                }
+            }
+        )
+    )
+    yield str(inventory), str(providers), uids
+    # Whatever a failed test left: delete through the module, by listing.
+    state = tmp_path / "state" / "instances"
+    if state.exists() and any(state.iterdir()):
+        run("proxies_delete.yml", str(inventory))
+        run(
+            "collect_orphans.yml",
+            str(inventory),
+            "-e",
+            "egress_proxies_gc_apply=true",
+            "-e",
+            "egress_proxies_gc_min_age=0",
+        )
+
+
+def test_create_check_collect_delete(operator_files, tmp_path):
+    inventory, _providers, uids = operator_files
+    rc, tasks, out = run("proxies_create.yml", inventory)
+    assert rc == 0, out[-3000:]
+    converged = task(tasks, "Converge the proxies")
+    assert converged["changed"] is True
+    assert sorted(r["uid"] for r in converged["results"]) == sorted(uids)
+    assert {r["state"] for r in converged["results"]} == {"Running"}
+    assert all(r["ip"].startswith("127.") for r in converged["results"])
+
+    rc, tasks, out = run("proxies_create.yml", inventory)
+    assert rc == 0, out[-3000:]
+    assert task(tasks, "Converge the proxies")["changed"] is False
+
+    rc, tasks, out = run("check_providers.yml", inventory)
+    assert rc == 0, out[-3000:]
+    lines = [line.split()[:5] for line in task(tasks, "Report each target")["msg"]]
+    assert lines == [
+        ["local", "local", "squid", "ready", "Reachable"],
+        ["local", "local", "stateDir", "ready", "Reachable"],
+    ]
+
+    # An orphan: a proxy this inventory does not list.
+    orphan = "pb-orphan-%s" % uuid.uuid4().hex[:6]
+    orphan_inventory = tmp_path / "orphan.yml"
+    with open(inventory, encoding="utf-8") as handle:
+        doc = yaml.safe_load(handle)
+    doc["all"]["children"]["egress_proxies"]["hosts"] = {orphan: {}}
+    orphan_inventory.write_text(yaml.safe_dump(doc))
+    rc, _tasks, out = run("proxies_create.yml", str(orphan_inventory))
+    assert rc == 0, out[-3000:]
+
+    rc, tasks, out = run("collect_orphans.yml", inventory, "-e", "egress_proxies_gc_min_age=0")
+    assert rc == 0, out[-3000:]
+    sweep = task(tasks, "Sweep every provider")
+    assert [i["uid"] for i in sweep["would_delete"]] == [orphan]
+    assert task(tasks, "Report")["msg"][0].startswith("would delete: proxy-")
+    rc, tasks, out = run("collect_orphans.yml", inventory, "-e", "egress_proxies_gc_min_age=0")
+    assert [i["uid"] for i in task(tasks, "Sweep every provider")["would_delete"]] == [orphan], (
+        "dry run deleted"
+    )
+
+    rc, tasks, out = run(
+        "collect_orphans.yml",
+        inventory,
+        "-e",
+        "egress_proxies_gc_apply=true",
+        "-e",
+        "egress_proxies_gc_min_age=0",
+    )
+    assert rc == 0, out[-3000:]
+    assert [i["uid"] for i in task(tasks, "Sweep every provider")["deleted"]] == [orphan]
+    assert sorted(i["uid"] for i in task(tasks, "Sweep every provider")["kept"]) == sorted(uids)
+
+    rc, tasks, out = run("proxies_delete.yml", inventory)
+    assert rc == 0, out[-3000:]
+    assert {r["state"] for r in task(tasks, "Converge the proxies")["results"]} == {"absent"}
+    assert not any((tmp_path / "state" / "instances").iterdir())
