@@ -199,7 +199,8 @@ def test_quota_failure_is_reported_then_retried_once_quota_frees(tmp_path, fake,
     two = {"provider": "gcp-it", "uid": second, "placement": PLACEMENT}
     tasks = [
         {"name": "first", PI: one},
-        # Accepted, then failing: the module's read right after create sees the pending insert.
+        # Accepted, then failing: the read right after create sees the pending insert, which
+        # the module reports as a starting instance (the create was submitted).
         {"name": "second", PI: two, "ignore_errors": True},
         {"name": "let the insert fail", "ansible.builtin.command": "sleep 1", "changed_when": False},
         {"name": "second again", PI: two, "ignore_errors": True},
@@ -207,7 +208,8 @@ def test_quota_failure_is_reported_then_retried_once_quota_frees(tmp_path, fake,
     ]
     run = run_playbook(tmp_path, tasks, module_defaults=gcp)
     assert run["first"]["changed"] is True
-    assert run["second"]["error_class"] == "transient" and "not visible yet" in run["second"]["msg"]
+    assert not run["second"].get("failed") and run["second"]["changed"] is True
+    assert run["second"]["instance"]["state"] == "Provisioning"
     assert run["second again"]["error_class"] == "quota_exceeded", run["second again"]
     assert "Quota 'CPUS' exceeded" in run["second again"]["msg"]
     assert run["free"]["changed"] is True and not run["free"].get("failed")
