@@ -8,7 +8,7 @@ export ANSIBLE_NOCOLOR := 1
 export NO_COLOR := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest cluster-binaries clean
+.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest molecule cluster-binaries clean
 
 demo: bootstrap
 	ansible-playbook playbooks/demo.yml
@@ -19,7 +19,7 @@ bootstrap:
 bootstrap-test:
 	@hack/bootstrap.sh test
 
-test: bootstrap-test lint sanity cluster-binaries pytest
+test: bootstrap-test lint sanity cluster-binaries pytest molecule
 
 lint:
 	@echo "==> ruff"
@@ -38,9 +38,16 @@ cluster-binaries:
 	@echo "==> Kubernetes test control plane binaries"
 	@tests/cluster/build.sh
 
+# The molecule scenarios run in a pytest session of their own, after the first one ended: they
+# take the machine-wide libvirt test lock, which the first session's libvirt fixtures hold until
+# that session ends.
 pytest:
 	@echo "==> pytest"
-	python -m pytest $(PYTEST_ARGS)
+	python -m pytest $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py
+
+molecule:
+	@echo "==> molecule scenarios (pytest tests/roles/test_molecule.py)"
+	python -m pytest tests/roles/test_molecule.py
 
 clean:
 	rm -rf $(VENV) tests/output .pytest_cache .ruff_cache
