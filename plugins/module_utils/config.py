@@ -61,6 +61,10 @@ class ProvidersConfig:
     def names(self) -> tuple:
         return tuple(p.name for p in self.providers)
 
+    def not_configured(self, name: str) -> str:
+        """The one wording for a provider name the configuration does not have."""
+        return "provider %r is not configured (configured: %s)" % (name, ", ".join(self.names()) or "none")
+
     def find(self, name: str):
         for spec in self.providers:
             if spec.name == name:

@@ -13,7 +13,6 @@ import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 
 def check_all(providers: dict, timeout: float) -> list:
@@ -61,12 +60,7 @@ def check_all(providers: dict, timeout: float) -> list:
 
 
 def run(pm) -> dict:
-    only = pm.params.get("provider")
-    configured = pm.config.names()
-    if only and only not in configured:
-        raise UsageError(
-            "provider: %r is not configured (configured: %s)" % (only, ", ".join(configured) or "none")
-        )
+    only = pm.selected_provider()
     report = check_all(pm.providers(only), float(pm.params["timeout"]))
     unready = [p["name"] for p in report if p["ready"] is False]
     result = {"changed": False, "providers": report, "ready": not unready}

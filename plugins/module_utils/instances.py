@@ -57,7 +57,7 @@ class InvalidItem:
     message: str
 
 
-def items_from_params(params: dict, configured: tuple, isolate: bool = False) -> list:
+def items_from_params(params: dict, config, isolate: bool = False) -> list:
     """Merge top-level defaults into each item and validate all of them.
 
     By default any invalid item raises ``UsageError`` before anything is touched. With
@@ -75,7 +75,7 @@ def items_from_params(params: dict, configured: tuple, isolate: bool = False) ->
     all_problems, items = [], []
     for index, where, values in raw:
         problems = []
-        item = _item(index, where, values, configured, problems)
+        item = _item(index, where, values, config, problems)
         all_problems.extend(problems)
         items.append(item if item is not None else InvalidItem(index, where, values, "; ".join(problems)))
     if all_problems and not isolate:
@@ -95,7 +95,7 @@ def _field(where: str, name: str) -> str:
     return "%s.%s" % (where, name) if where else name
 
 
-def _item(index, where, values, configured, problems):
+def _item(index, where, values, config, problems):
     values = dict(values)
     for key, default in INSTANCE_DEFAULTS.items():
         if values.get(key) is None:
@@ -104,11 +104,8 @@ def _item(index, where, values, configured, problems):
     provider = values.get("provider")
     if not provider:
         problems.append("%s: required" % _field(where, "provider"))
-    elif provider not in configured:
-        problems.append(
-            "%s: provider %r is not configured (configured: %s)"
-            % (_field(where, "provider"), provider, ", ".join(configured) or "none")
-        )
+    elif provider not in config.names():
+        problems.append("%s: %s" % (_field(where, "provider"), config.not_configured(provider)))
     uid, name, ident = values.get("uid") or "", values.get("name") or "", values.get("id") or ""
     if values["state"] == STATE_PRESENT and not uid:
         problems.append(
@@ -353,7 +350,7 @@ class Converger:
 def run(pm) -> dict:
     """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
     isolate = pm.params.get("invalid_items") == "fail_item"
-    items = items_from_params(pm.params, pm.config.names(), isolate=isolate)
+    items = items_from_params(pm.params, pm.config, isolate=isolate)
     converger = Converger(pm, float(pm.params["timeout"]))
 
     def work(item):

@@ -20,14 +20,9 @@ def _error(provider: str, provider_id: str, exc: Exception) -> dict:
 
 
 def run(pm) -> dict:
-    only = pm.params.get("provider")
     ids = pm.params.get("ids")
     timeout = float(pm.params["timeout"])
-    configured = pm.config.names()
-    if only and only not in configured:
-        raise UsageError(
-            "provider: %r is not configured (configured: %s)" % (only, ", ".join(configured) or "none")
-        )
+    only = pm.selected_provider()
     if ids is not None and not only:
         raise UsageError("provider: required with ids (an id is only meaningful to its provider)")
     if ids is not None:

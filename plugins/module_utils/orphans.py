@@ -30,12 +30,7 @@ def run(pm) -> dict:
     params = pm.params
     min_age = parse_duration(params["min_age"])
     timeout = float(params["timeout"])
-    only = params.get("provider")
-    configured = pm.config.names()
-    if only and only not in configured:
-        raise UsageError(
-            "provider: %r is not configured (configured: %s)" % (only, ", ".join(configured) or "none")
-        )
+    only = pm.selected_provider()
     if params.get("live_uids") is not None:
         uids = params["live_uids"]
         source = "live_uids"

@@ -78,12 +78,16 @@ class ProxyModule:
         if name not in self._providers:
             spec = self.config.find(name)
             if spec is None:
-                known = ", ".join(self.config.names()) or "none"
-                raise errors.permanent(
-                    "create", name, "", "provider %r is not configured (configured: %s)" % (name, known)
-                )
+                raise errors.permanent("create", name, "", self.config.not_configured(name))
             self._providers[name] = registry.build(spec, self.config.installation, self.telemetry)
         return self._providers[name]
+
+    def selected_provider(self):
+        """The ``provider`` option (``None`` for all), refused when it is not configured."""
+        only = self.params.get("provider")
+        if only and only not in self.config.names():
+            raise UsageError("provider: %s" % self.config.not_configured(only))
+        return only
 
     def providers(self, only=None) -> dict:
         names = [only] if only else list(self.config.names())
