@@ -8,7 +8,7 @@ export ANSIBLE_NOCOLOR := 1
 export NO_COLOR := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest molecule cluster-binaries clean
+.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest molecule cluster-binaries guest-image clean
 
 demo: bootstrap
 	ansible-playbook playbooks/demo.yml
@@ -19,7 +19,7 @@ bootstrap:
 bootstrap-test:
 	@hack/bootstrap.sh test
 
-test: bootstrap-test lint sanity cluster-binaries pytest molecule
+test: bootstrap-test lint sanity cluster-binaries guest-image pytest molecule
 
 lint:
 	@echo "==> ruff"
@@ -37,6 +37,12 @@ sanity:
 cluster-binaries:
 	@echo "==> Kubernetes test control plane binaries"
 	@tests/cluster/build.sh
+
+# The libvirt real-guest tests' bootable image, built from Debian's packages once per machine
+# (tests/guest/build_image.py; cold: under a minute, warm: a few seconds to check the versions).
+guest-image:
+	@echo "==> real-guest test image"
+	@python tests/guest/build_image.py
 
 # The molecule scenarios run in a pytest session of their own, after the first one ended: they
 # take the machine-wide libvirt test lock, which the first session's libvirt fixtures hold until

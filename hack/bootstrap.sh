@@ -18,6 +18,9 @@ apt_packages+=(gcc pkg-config libvirt-dev)
 [ "$profile" = test ] && apt_packages+=(
   libvirt-daemon-system qemu-system-x86 qemu-utils openssh-server openssh-client netcat-openbsd
   python3-apt
+  # The real-guest image is built from Debian's packages (tests/guest/build_image.py): cpio
+  # packs its initramfs, xorriso its ISO.
+  cpio xorriso
 )
 missing=()
 for pkg in "${apt_packages[@]}"; do

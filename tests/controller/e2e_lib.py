@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import yaml
 from cluster import kube_testlib
 from kubernetes import client as k8s
@@ -122,6 +123,14 @@ def service_account_kubeconfig(admin, cluster, path: str) -> str:
     with os.fdopen(fd, "w") as handle:
         json.dump(doc, handle)
     return path
+
+
+@pytest.fixture(scope="session")
+def controller_api(kube_admin):
+    """The test API server with the shipped CRDs and RBAC installed (import into a test module)."""
+    install_api(kube_admin)
+    install_kubernetes_provider_rbac(kube_admin)
+    return kube_admin
 
 
 def free_port() -> int:
@@ -286,6 +295,19 @@ def wait_proxy(custom, namespace: str, name: str, predicate, what: str, timeout:
     except Exception as exc:
         extra = ("\n--- controller log ---\n" + proc.tail()) if proc is not None else ""
         raise AssertionError("%s%s" % (exc, extra)) from None
+
+
+def wait_condition(custom, namespace: str, name: str, cond_type: str, timeout: float = 90, proc=None):
+    """Wait until the Proxy's ``cond_type`` condition is True; returns the object."""
+    return wait_proxy(
+        custom,
+        namespace,
+        name,
+        lambda o: o != "gone" and condition(o, cond_type).get("status") == "True",
+        "%s %s" % (name, cond_type),
+        timeout,
+        proc,
+    )
 
 
 def settle(seconds: float) -> None:

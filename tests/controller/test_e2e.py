@@ -25,11 +25,7 @@ from .e2e_lib import GROUP, PLURAL, VERSION, condition, proxy_body, wait_proxy
 pytestmark = [pytest.mark.squid]
 
 
-@pytest.fixture(scope="session")
-def controller_api(kube_admin):
-    e2e_lib.install_api(kube_admin)
-    e2e_lib.install_kubernetes_provider_rbac(kube_admin)
-    return kube_admin
+controller_api = e2e_lib.controller_api
 
 
 class E2E:
@@ -83,12 +79,7 @@ class E2E:
         return wait_proxy(self.custom, self.namespace, name, predicate, what, timeout, self.controller)
 
     def wait_ready(self, name: str, timeout: float = 90) -> dict:
-        return self.wait(
-            name,
-            lambda o: o != "gone" and condition(o, "Ready").get("status") == "True",
-            "%s Ready" % name,
-            timeout,
-        )
+        return e2e_lib.wait_condition(self.custom, self.namespace, name, "Ready", timeout, self.controller)
 
     def wait_gone(self, name: str, timeout: float = 90) -> None:
         self.wait(name, lambda o: o == "gone", "%s deleted" % name, timeout)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import io
 import urllib.error
+import xml.etree.ElementTree as ET
 
 import pycdlib
 import pytest
@@ -209,6 +210,12 @@ def test_domain_xml_carries_marks_in_the_types_namespace():
     assert 'firmware="efi"' in xml and 'bridge="br0"' in xml and "org.qemu.guest_agent.0" in xml
     assert "&lt;x&gt;" in xml  # values never break out of their attribute
     assert "host-passthrough" not in xml  # TCG has no host CPU to pass through
+    devices = ET.fromstring(xml).find("devices")
+    (cdrom,) = [d for d in devices.findall("disk") if d.get("device") == "cdrom"]
+    # the seed on virtio-scsi: cloud kernels (Debian's linux-image-cloud-amd64) have no AHCI
+    assert cdrom.find("target").get("bus") == "scsi" and cdrom.find("source").get("file") == "/p/s.iso"
+    scsi = [c.get("model") for c in devices.findall("controller") if c.get("type") == "scsi"]
+    assert scsi == ["virtio-scsi"]
 
 
 def test_overlay_facts_read_capacity_and_backing():

@@ -4,8 +4,13 @@
 
 Everything is built with ElementTree, so a value can never break out of its attribute. The
 domain carries the marks element in the type's own namespace (metadata.py), a virtio disk on
-the overlay, the seed as a read-only CD-ROM, a virtio NIC on the host's bridge (when one is
-configured), a serial console and the guest-agent channel Get reads addresses through.
+the overlay, the seed as a read-only CD-ROM on virtio-scsi, a virtio NIC on the host's bridge
+(when one is configured), a serial console and the guest-agent channel Get reads addresses
+through.
+
+Why virtio-scsi for the seed: cloud kernels such as Debian's ``linux-image-cloud-amd64`` (the
+kernel of Debian's genericcloud images) have no AHCI driver, so a SATA CD-ROM is invisible to
+their cloud-init; virtio-scsi works with them, with generic kernels, and on i440fx and q35.
 """
 
 from __future__ import annotations
@@ -72,10 +77,11 @@ def domain_xml(
     _sub(disk, "driver", name="qemu", type="qcow2")
     _sub(disk, "source", file=overlay_path)
     _sub(disk, "target", dev="vda", bus="virtio")
+    _sub(devices, "controller", type="scsi", index="0", model="virtio-scsi")
     cdrom = _sub(devices, "disk", type="file", device="cdrom")
     _sub(cdrom, "driver", name="qemu", type="raw")
     _sub(cdrom, "source", file=seed_path)
-    _sub(cdrom, "target", dev="sda", bus="sata")
+    _sub(cdrom, "target", dev="sda", bus="scsi")
     _sub(cdrom, "readonly")
     if bridge:
         nic = _sub(devices, "interface", type="bridge")

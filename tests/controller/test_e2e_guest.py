@@ -1,0 +1,106 @@
+"""The controller end to end with a real guest: a ``Proxy`` on the kvm2 provider becomes Ready
+on the test API server once the guest booted from the test image (tests/guest) reports its
+address, Healthy once the health engine fetched a page through the guest's proxy, carries
+traffic from the test's network namespace, and is deleted with its domain and volumes.
+
+The health engine's HTTP probe GETs the namespace's HTTP server through the guest: the
+controller (a root-namespace process) reaches the guest over the one transit route
+``tests/guest/network.py`` sets up. Figures printed: create-to-Ready and Ready-to-Healthy.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+
+import pytest
+from contract import libvirt_fixtures
+from contract.libvirt_backend import HOST_NAME
+from guest import fixtures
+from guest.network import DHCP_RANGE
+from kubernetes import client as k8s
+
+from . import e2e_lib
+from .e2e_lib import GROUP, PLURAL, VERSION, proxy_body, wait_condition, wait_proxy
+
+pytestmark = [pytest.mark.libvirt]
+
+controller_api = e2e_lib.controller_api
+libvirt_host = libvirt_fixtures.libvirt_host
+image_host = libvirt_fixtures.image_host
+guest_image = fixtures.guest_image
+guest_network = fixtures.guest_network
+guest_backend = fixtures.guest_backend
+
+
+def _in_dhcp_range(address: str) -> bool:
+    low, high = (int(a.rsplit(".", 1)[1]) for a in DHCP_RANGE)
+    prefix, last = address.rsplit(".", 1)
+    return prefix == DHCP_RANGE[0].rsplit(".", 1)[0] and low <= int(last) <= high
+
+
+def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
+    controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend
+):
+    network = guest_backend.network
+    kubeconfig = e2e_lib.service_account_kubeconfig(
+        controller_api, kube_cluster, str(tmp_path / "kubeconfig")
+    )
+    providers = {
+        "installation": guest_backend.installation,
+        "providers": [{"name": "hv", "type": "kvm2", "kvm2": guest_backend.block()}],
+    }
+    controller = e2e_lib.ControllerProcess(
+        str(tmp_path), kubeconfig, providers, kube_namespace, "lease-" + kube_namespace
+    )
+    controller.start(
+        extra_args=["--probe-url", network.marker_url, "--probe-interval", "2", "--probe-timeout", "5"]
+    )
+    custom = k8s.CustomObjectsApi(controller_api)
+    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
+    try:
+        controller.wait_ready()
+        user_data = fixtures.user_data(extra="# %s" % sentinel)
+        k8s.CoreV1Api(controller_api).create_namespaced_secret(
+            kube_namespace,
+            {
+                "metadata": {"name": "guest-ci"},
+                "data": {"user-data": base64.b64encode(user_data.encode()).decode()},
+            },
+        )
+        spec = {
+            "provider": "hv",
+            "port": fixtures.PROXY_PORT,
+            "placement": {"zone": HOST_NAME, "machineType": "small", "image": "guest"},
+            "cloudInit": {"secretRef": {"name": "guest-ci", "key": "user-data"}},
+        }
+        started = time.monotonic()
+        custom.create_namespaced_custom_object(GROUP, VERSION, kube_namespace, PLURAL, proxy_body("vm", spec))
+        ready = wait_condition(custom, kube_namespace, "vm", "Ready", timeout=300, proc=controller)
+        to_ready = time.monotonic() - started
+        status = ready["status"]
+        assert status["state"] == "Running" and _in_dhcp_range(status["ip"]), status
+        assert status["providerID"].startswith("hosts/%s/domains/proxy-" % HOST_NAME)
+        healthy = wait_condition(custom, kube_namespace, "vm", "Healthy", timeout=120, proc=controller)
+        to_healthy = time.monotonic() - started
+        assert healthy["status"]["ip"] == status["ip"]
+        assert network.http_log().count("GET /marker") >= 1  # the probe's GET went through the guest
+        fetched = network.fetch_through(status["ip"], fixtures.PROXY_PORT)
+        assert fetched.stdout == network.marker, fetched.stderr
+        print(
+            "controller, real guest: create-to-Ready %.1fs, create-to-Healthy %.1fs, ip %s"
+            % (to_ready, to_healthy, status["ip"])
+        )
+        name = status["providerID"].rsplit("/", 1)[1]
+        custom.delete_namespaced_custom_object(GROUP, VERSION, kube_namespace, PLURAL, "vm")
+        wait_proxy(
+            custom, kube_namespace, "vm", lambda o: o == "gone", "vm deleted", timeout=120, proc=controller
+        )
+        assert name not in [d.name() for d in guest_backend.host.direct().listAllDomains(0)]
+        assert [v for v in guest_backend.host.volumes() if v.startswith(name + ".")] == []
+        assert sentinel not in json.dumps(healthy) and sentinel not in controller.tail(100000)
+    finally:
+        rc = controller.stop()
+    assert rc == 0, controller.tail()
