@@ -14,6 +14,9 @@ builds a new image and an unchanged one is never rebuilt. The build runs under a
 stderr; the last line of stdout is the image directory (guest.qcow2, image.json with its
 sha256, sizes and Debian versions, and the static busybox whose udhcpd the tests run).
 
+When apt's lists are stale (a version they name is gone from the mirror, or a package has no
+candidate), the lists are refreshed once with ``apt-get update`` and the build planned again.
+
 Host tools: apt-get, dpkg-deb, readelf, cpio, gzip, xorriso, qemu-img (make bootstrap-test).
 """
 
@@ -205,18 +208,46 @@ def build(target: str, the_plan: dict) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def prune(keep: str, older_than: float = 86400.0) -> None:
+    """Images of other keys unused for a day (an older kernel or init) go; a younger one may
+    still serve another checkout's session on this machine."""
+    for name in os.listdir(CACHE_ROOT):
+        path = os.path.join(CACHE_ROOT, name)
+        facts = os.path.join(path, "image.json")
+        if path != keep and os.path.exists(facts) and time.time() - os.path.getmtime(facts) > older_than:
+            say("removing the image of an old key: %s" % path)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def refresh_package_lists() -> None:
+    """Stale lists name versions the mirror no longer serves (a kernel security update
+    replaces the old package): refresh them once and plan again."""
+    say("refreshing the Debian package lists (apt-get update)")
+    run("apt-get", "update", "-qq", "-o", "DPkg::Lock::Timeout=900")
+
+
 def ensure() -> str:
     """The image directory, built first if this machine has none for the current key."""
     os.makedirs(CACHE_ROOT, exist_ok=True)
-    the_plan = plan()
-    target = os.path.join(CACHE_ROOT, the_plan["key"])
-    if os.path.exists(os.path.join(target, "image.json")):
-        return target
-    with open(os.path.join(CACHE_ROOT, ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(os.path.join(target, "image.json")):
-            build(target, the_plan)
-    return target
+    for attempt in (1, 2):
+        try:
+            the_plan = plan()
+            target = os.path.join(CACHE_ROOT, the_plan["key"])
+            if os.path.exists(os.path.join(target, "image.json")):
+                os.utime(os.path.join(target, "image.json"))  # last used: prune() keeps it
+                return target
+            with open(os.path.join(CACHE_ROOT, ".lock"), "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not os.path.exists(os.path.join(target, "image.json")):
+                    build(target, the_plan)
+                    prune(keep=target)
+            return target
+        except (subprocess.CalledProcessError, RuntimeError) as exc:
+            if attempt == 2:
+                raise
+            say("planning or downloading failed (%s)" % exc)
+            refresh_package_lists()
+    raise AssertionError("unreachable")
 
 
 def main() -> int:

@@ -73,7 +73,11 @@ def download(packages: list, directory: str) -> list:
     """``apt-get download`` into ``directory``; returns the .deb paths."""
     os.makedirs(directory, exist_ok=True)
     os.chmod(directory, 0o777)  # apt's sandbox user writes here
-    subprocess.run(["apt-get", "download", "-q", *packages], cwd=directory, check=True, capture_output=True)
+    done = subprocess.run(
+        ["apt-get", "download", "-q", *packages], cwd=directory, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError("apt-get download failed: %s" % done.stderr.strip()[-1000:])
     debs = sorted(glob.glob(os.path.join(directory, "*.deb")))
     if len(debs) < len(packages):
         raise RuntimeError("apt-get download fetched %d of %d packages" % (len(debs), len(packages)))
