@@ -29,10 +29,18 @@ while read -r module; do
   insmod "/lib/modules/$module" || say "insmod $module failed"
 done </etc/modules.order
 
+# label DEV: the ISO 9660 volume identifier (32 bytes at 32808: sector 16, offset 40).
+label() {
+  dd if="$1" bs=1 skip=32808 count=32 2>/dev/null | tr -d ' \000'
+}
+
+# The seed is the CD-ROM whose volume label is cidata (NoCloud also accepts CIDATA).
 seed=""
 for _ in $(seq 1 100); do
-  for dev in /dev/sr0 /dev/sr1; do
-    [ -b "$dev" ] && mount -t iso9660 -o ro "$dev" /seed 2>/dev/null && seed=$dev && break 2
+  for dev in /dev/sr*; do
+    [ -b "$dev" ] || continue
+    case "$(label "$dev")" in cidata | CIDATA) ;; *) continue ;; esac
+    mount -t iso9660 -o ro "$dev" /seed 2>/dev/null && seed=$dev && break 2
   done
   sleep 0.1
 done
