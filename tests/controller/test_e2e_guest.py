@@ -19,7 +19,7 @@ import pytest
 from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME
 from guest import fixtures
-from guest.network import DHCP_RANGE
+from guest.network import in_dhcp_range
 from kubernetes import client as k8s
 
 from . import e2e_lib
@@ -33,12 +33,6 @@ image_host = libvirt_fixtures.image_host
 guest_image = fixtures.guest_image
 guest_network = fixtures.guest_network
 guest_backend = fixtures.guest_backend
-
-
-def _in_dhcp_range(address: str) -> bool:
-    low, high = (int(a.rsplit(".", 1)[1]) for a in DHCP_RANGE)
-    prefix, last = address.rsplit(".", 1)
-    return prefix == DHCP_RANGE[0].rsplit(".", 1)[0] and low <= int(last) <= high
 
 
 def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
@@ -81,7 +75,7 @@ def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
         ready = wait_condition(custom, kube_namespace, "vm", "Ready", timeout=300, proc=controller)
         to_ready = time.monotonic() - started
         status = ready["status"]
-        assert status["state"] == "Running" and _in_dhcp_range(status["ip"]), status
+        assert status["state"] == "Running" and in_dhcp_range(status["ip"]), status
         assert status["providerID"].startswith("hosts/%s/domains/proxy-" % HOST_NAME)
         healthy = wait_condition(custom, kube_namespace, "vm", "Healthy", timeout=120, proc=controller)
         to_healthy = time.monotonic() - started

@@ -29,7 +29,18 @@ SUBNET = "198.18.213"
 GATEWAY = SUBNET + ".1"
 TRANSIT_ROOT = "198.18.214.1"
 TRANSIT_NS = "198.18.214.2"
-DHCP_RANGE = (SUBNET + ".100", SUBNET + ".199")
+# Static addresses in tests sit below .100. Leases are short: a session boots tens of guests
+# that live seconds, and udhcpd offers an expired lease again only after it checked by ARP that
+# no live guest still holds the address.
+DHCP_RANGE = (SUBNET + ".100", SUBNET + ".250")
+
+
+def in_dhcp_range(address: str) -> bool:
+    low, high = (int(a.rsplit(".", 1)[1]) for a in DHCP_RANGE)
+    prefix, _dot, last = address.rpartition(".")
+    return prefix == SUBNET and last.isdigit() and low <= int(last) <= high
+
+
 HTTP_PORT = 8080
 
 
@@ -131,7 +142,7 @@ class GuestNetwork:
         _write(
             conf,
             "start %s\nend %s\ninterface %s\nlease_file %s\npidfile %s\n"
-            "option subnet 255.255.255.0\noption router %s\noption lease 3600\n"
+            "option subnet 255.255.255.0\noption router %s\noption lease 600\n"
             % (*DHCP_RANGE, self.ns_port, leases, os.path.join(self.dir, "udhcpd.pid"), GATEWAY),
         )
         self._spawn("udhcpd", [self.busybox, "udhcpd", "-f", conf])
