@@ -45,12 +45,17 @@ class GuestImage:
             return handle.read()
 
 
-@pytest.fixture(scope="session")
-def guest_image() -> GuestImage:
+def load_image() -> GuestImage:
+    """The image of the current key, built first when this machine has none."""
     directory = build_image.ensure()
     with open(os.path.join(directory, "image.json"), encoding="utf-8") as handle:
         facts = json.load(handle)
     return GuestImage(directory, facts["sha256"], facts)
+
+
+@pytest.fixture(scope="session")
+def guest_image() -> GuestImage:
+    return load_image()
 
 
 def _release_network() -> None:
