@@ -84,14 +84,18 @@ def remove_leftovers() -> None:
 
 
 class GuestNetwork:
-    def __init__(self, busybox: str):
+    def __init__(self, busybox: str, directory: str | None = None):
+        """``directory`` holds the configuration, logs and the served page (default: a new
+        temporary directory, removed by ``stop``)."""
         tag = secrets.token_hex(3)
         self.namespace = NAMESPACE_PREFIX + tag
         self.bridge = "egtbr" + tag
         self.bridge_port, self.ns_port = "egtb" + tag, "egtn" + tag
         self.transit_root, self.transit_ns = "egtr" + tag, "egtt" + tag
         self.busybox = busybox
-        self.dir = tempfile.mkdtemp(prefix="egress-guest-net-")
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        self.dir = directory or tempfile.mkdtemp(prefix="egress-guest-net-")
         self.marker = "egress-guest-marker-" + secrets.token_hex(8)
         self._processes = []
 

@@ -10,12 +10,17 @@ What ``up`` provides: the machine-wide libvirt test lock (held by a detached hel
 since a privileged libvirtd keeps driver state under fixed paths; the same lock the
 libvirt fixtures of tests/contract take), a libvirtd.conf with a private socket directory (the
 role starts libvirtd with it), an sshd on 127.0.0.1 (free port) reading its authorized keys from
-a file the role fills, an operator key pair and known_hosts, and a small qcow2 base image served
-over HTTP on loopback by the helper. It starts neither libvirtd nor virtlogd: the role does.
+a file the role fills, an operator key pair and known_hosts, two images served over HTTP on
+loopback by the helper (``base``, a small empty qcow2, and ``guest``, the bootable real-guest
+image of tests/guest), and the real-guest network of tests/guest/network.py (a bridge for the
+guests, a test namespace with DHCP, an HTTP server and the clients). Guests run under TCG
+(``domainType: qemu``): nested KVM fails in the guest's bootloader. It starts neither libvirtd
+nor virtlogd: the role does.
 
 What ``down`` guarantees: the domains and the pool the scenarios made are removed, the daemons
-the role started (pid files in DIR/run) and sshd are stopped by pid, the lock released, DIR
-removed. Nothing is ever stopped by name.
+the role started (pid files in DIR/run) and sshd are stopped by pid, the guest network is
+removed (its processes stopped by pid), the lock released, DIR removed. Nothing is ever stopped
+by name.
 """
 
 from __future__ import annotations
@@ -36,9 +41,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, ".venv", "collections")]
 
-from contract.libvirt_host import LOCK_PATH, SSHD, free_port, kvm_usable, make_image  # noqa: E402
+from contract.libvirt_host import LOCK_PATH, SSHD, free_port, make_image  # noqa: E402
+from guest import build_image  # noqa: E402
+from guest import network as guest_network  # noqa: E402
 
 POOL = "egress-molecule"
+IMAGES = ("base.qcow2", "guest.qcow2")  # served as /<name>
 HOST_NAME = "hv1"
 
 
@@ -81,15 +89,18 @@ def serve(directory: str) -> None:
     """The detached helper: take the lock, serve the image, write serve.json, run until SIGTERM."""
     lock = open(LOCK_PATH, "a")  # noqa: SIM115 - held until this process ends
     fcntl.flock(lock, fcntl.LOCK_EX)
-    with open(os.path.join(directory, "base.qcow2"), "rb") as handle:
-        body = handle.read()
+    bodies = {}
+    for name in IMAGES:
+        with open(os.path.join(directory, name), "rb") as handle:
+            bodies["/" + name] = handle.read()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             # One line per request: the scenarios prove a seeded image is not fetched again.
             with open(os.path.join(directory, "requests.log"), "a", encoding="utf-8") as log:
                 log.write(self.path + "\n")
-            if self.path != "/base.qcow2":
+            body = bodies.get(self.path)
+            if body is None:
                 self.send_error(404)
                 return
             self.send_response(200)
@@ -120,6 +131,10 @@ def up(directory: str) -> dict:
     for sub in ("run", "ssh", "pools"):
         os.makedirs(os.path.join(directory, sub), mode=0o755, exist_ok=True)
     _data, sha256 = make_image(directory)
+    guest_dir = build_image.ensure()
+    shutil.copy(os.path.join(guest_dir, "guest.qcow2"), os.path.join(directory, "guest.qcow2"))
+    with open(os.path.join(guest_dir, "image.json"), encoding="utf-8") as handle:
+        guest_sha256 = json.load(handle)["sha256"]
     helper = subprocess.Popen(
         [sys.executable, __file__, "serve", directory],
         stdin=subprocess.DEVNULL,
@@ -133,6 +148,10 @@ def up(directory: str) -> dict:
     _wait(lambda: os.path.exists(os.path.join(directory, "serve.json")), 1800, "the libvirt test lock")
     with open(os.path.join(directory, "serve.json"), encoding="utf-8") as handle:
         http_port = json.load(handle)["port"]
+    # Under the lock now (the helper holds it): the guest network, left running for the scenarios.
+    network = guest_network.GuestNetwork(
+        os.path.join(guest_dir, "busybox"), os.path.join(directory, "guest-network")
+    ).start()
     ssh = os.path.join(directory, "ssh")
     for name in ("host_key", "operator_key"):
         subprocess.run(
@@ -181,7 +200,13 @@ def up(directory: str) -> dict:
         "MOLECULE_HV_AUTHORIZED_KEYS": os.path.join(ssh, "authorized_keys"),
         "MOLECULE_HV_IMAGE_URL": "http://127.0.0.1:%d/base.qcow2" % http_port,
         "MOLECULE_HV_IMAGE_SHA256": sha256,
-        "MOLECULE_HV_DOMAIN_TYPE": "kvm" if kvm_usable() else "qemu",
+        "MOLECULE_HV_GUEST_IMAGE_URL": "http://127.0.0.1:%d/guest.qcow2" % http_port,
+        "MOLECULE_HV_GUEST_IMAGE_SHA256": guest_sha256,
+        "MOLECULE_HV_DOMAIN_TYPE": "qemu",
+        "MOLECULE_HV_BRIDGE": network.bridge,
+        "MOLECULE_HV_NETNS": network.namespace,
+        "MOLECULE_HV_MARKER": network.marker,
+        "MOLECULE_HV_MARKER_URL": network.marker_url,
         "MOLECULE_HV_REQUESTS_LOG": os.path.join(directory, "requests.log"),
     }
     with open(os.path.join(directory, "env.json"), "w", encoding="utf-8") as handle:
@@ -194,6 +219,7 @@ def down(directory: str) -> None:
     socket_path = os.path.join(directory, "run", "libvirt-sock")
     if os.path.exists(socket_path):
         _remove_libvirt_objects("qemu:///system?socket=%s" % socket_path)
+    guest_network.remove_leftovers()  # before the helper ends: the lock covers it
     for name in ("run/libvirtd.pid", "run/virtlogd.pid", "sshd.pid", "helper.pid"):
         pid = _read_pid(os.path.join(directory, name))
         if pid:

@@ -3,8 +3,10 @@
 - ``libvirt_host`` and ``proxy``: the surroundings of a hypervisor on this machine come from
   ``hypervisor_env.py`` (libvirt test lock, sshd, image server, private libvirtd.conf); the
   libvirt_host role converges it (starting libvirtd and virtlogd itself, no systemd here) and
-  must pass molecule's idempotence step; then the proxy role creates real domains over SSH,
-  verified with proxy_info, and deletes them.
+  must pass molecule's idempotence step; then the proxy role brings two real guests (the test
+  image of tests/guest) to Running over SSH, verified with proxy_info and by a fetch through
+  each from the test network namespace, shows its failure table for a guest without an
+  address, and deletes them.
 - ``controller``: the controller role deployed to the test API server (``kube_cluster``).
 
 A scenario fails the test with molecule's output; the surroundings are always torn down.
