@@ -11,7 +11,9 @@ holds the client side: DHCP for guests (busybox udhcpd from the guest image's ow
 HTTP server, and the clients that fetch from it through a guest's proxy. The one route in the
 root namespace (through the transit veth pair into the test namespace, which forwards) exists
 so the controller's health engine, a root-namespace process like any controller, can probe a
-guest. 198.18.0.0/15 is reserved for network tests (RFC 2544) and routed nowhere.
+guest. The test namespace has no default route, so nothing it forwards can leave it: a guest
+reaches the namespace and the root namespace's transit address, nothing else. 198.18.0.0/15 is
+reserved for network tests (RFC 2544) and routed nowhere.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ TRANSIT_NS = "198.18.214.2"
 # that live seconds, and udhcpd offers an expired lease again only after it checked by ARP that
 # no live guest still holds the address.
 DHCP_RANGE = (SUBNET + ".100", SUBNET + ".250")
+HTTP_PORT = 8080
 
 
 def in_dhcp_range(address: str) -> bool:
@@ -41,11 +44,11 @@ def in_dhcp_range(address: str) -> bool:
     return prefix == SUBNET and last.isdigit() and low <= int(last) <= high
 
 
-HTTP_PORT = 8080
-
-
 def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    if check and done.returncode != 0:
+        raise RuntimeError("ip %s: %s" % (" ".join(args), done.stderr.strip()))
+    return done
 
 
 def _write(path: str, text: str) -> None:
