@@ -78,13 +78,17 @@ def guest_network(libvirt_host, guest_image, request) -> GuestNetwork:
     return _shared["network"]
 
 
-def user_data(address: str = "dhcp", gateway: str = "", agent: bool = True, extra: str = "") -> str:
+def user_data(
+    address: str = "dhcp", gateway: str = "", agent: bool = True, agent_seconds: int = 0, extra: str = ""
+) -> str:
     """A #cloud-config the test guest's NoCloud consumer (tests/guest/init.sh) acts on."""
     lines = ["#cloud-config", "egress_guest_address: %s" % address]
     if gateway:
         lines.append("egress_guest_gateway: %s" % gateway)
     lines.append("egress_guest_proxy_port: %d" % PROXY_PORT)
     lines.append("egress_guest_agent: %s" % ("true" if agent else "false"))
+    if agent_seconds:
+        lines.append("egress_guest_agent_seconds: %d" % agent_seconds)
     if extra:
         lines.append(extra)
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@
 #   egress_guest_gateway: 198.18.213.1             (static address only; optional)
 #   egress_guest_proxy_port: 3128                  (default 3128)
 #   egress_guest_agent: true | false               (default true: start the QEMU guest agent)
+#   egress_guest_agent_seconds: 30                 (stop the agent after that long; default never)
 #
 # then brings up eth0, starts the guest agent on its virtio-serial port and tinyproxy on the
 # port, and prints "egress-guest: ready" on the serial console. Nothing in user-data is echoed.
@@ -59,6 +60,7 @@ if [ -n "$seed" ]; then
   gateway=$(value egress_guest_gateway /seed/user-data)
   port=$(value egress_guest_proxy_port /seed/user-data)
   agent=$(value egress_guest_agent /seed/user-data)
+  agent_seconds=$(value egress_guest_agent_seconds /seed/user-data)
 else
   say "no seed (cidata) found"
 fi
@@ -87,6 +89,10 @@ if [ "$agent" = true ]; then
       port_dev=/dev/$(basename "$(dirname "$name")")
       say "guest agent on $port_dev"
       qemu-ga -m virtio-serial -p "$port_dev" -t /run -l /var/log/qemu-ga.log &
+      agent_pid=$!
+      if [ -n "$agent_seconds" ]; then
+        (sleep "$agent_seconds" && kill "$agent_pid" && say "guest agent stopped") &
+      fi
     fi
   done
 else

@@ -184,3 +184,37 @@ def test_without_the_agent_it_never_reports_running_without_an_address(tmp_path,
         "agent stopped: libvirt's ARP source answered %r; the provider reported %s %r"
         % (arp, listed["state"], listed["ip"])
     )
+
+
+def test_agent_stopped_inside_a_running_guest_turns_it_back_to_provisioning(tmp_path, hv):
+    """The user-data stops the agent some seconds after boot: the instance was Running with its
+    address, then no source knows the address any more, and Get must say Provisioning with no
+    IP, never a Running with an address it can no longer vouch for. The guest's proxy itself
+    still serves (it is only the address source that went)."""
+    harness, defaults = hv
+    address = SUBNET + ".22"
+    uid = str(uuid.uuid4())
+    cloud_init = fixtures.user_data(address + "/24", gateway=GATEWAY, agent_seconds=30)
+    present = {"provider": "hv", "uid": uid, "placement": PLACEMENT, "cloud_init": cloud_init}
+    run = run_playbook(
+        tmp_path, [{"name": "up", PI: dict(present, wait=True, wait_timeout=180)}], module_defaults=defaults
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    up = run["up"]["instance"]
+    assert (up["state"], up["ip"]) == ("Running", address)
+    seen = []
+    end = time.monotonic() + 120
+    while not seen or seen[-1] != ("Provisioning", ""):
+        assert time.monotonic() < end, "still %r after the agent should have stopped" % (seen[-1],)
+        time.sleep(3)
+        run = run_playbook(
+            tmp_path,
+            [{"name": "info", INFO: {"provider": "hv", "ids": [up["id"]]}}],
+            module_defaults=defaults,
+        )
+        assert run.rc == 0, run.stdout[-3000:]
+        (listed,) = run["info"]["instances"]
+        seen.append((listed["state"], listed["ip"]))
+    assert all(state != "Running" or ip == address for state, ip in seen), seen
+    assert harness.network.fetch_through(address, fixtures.PROXY_PORT).stdout == harness.network.marker
+    print("agent stopped after Running: states seen %s" % seen)
