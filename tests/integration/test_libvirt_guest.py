@@ -41,6 +41,16 @@ def hv(guest_backend):
     return guest_backend, defaults
 
 
+def info_of(tmp_path, defaults: dict, provider_id: str) -> dict:
+    """The one instance ``proxy_info`` lists for ``provider_id`` (one playbook run)."""
+    run = run_playbook(
+        tmp_path, [{"name": "info", INFO: {"provider": "hv", "ids": [provider_id]}}], module_defaults=defaults
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    (listed,) = run["info"]["instances"]
+    return listed
+
+
 def guest_log_lines(host, name: str) -> str:
     """What qemu logged for the domain (libvirt's per-domain log): never holds user-data."""
     try:
@@ -169,13 +179,7 @@ def test_without_the_agent_it_never_reports_running_without_an_address(tmp_path,
     # fails (libvirt 9.0 on this kernel: "wrong nlmsg len") it must still say Provisioning.
     harness.network.add_neighbour(address, harness.guest_mac(created["name"]))
     arp = harness.arp_addresses(created["name"])
-    run = run_playbook(
-        tmp_path,
-        [{"name": "info", INFO: {"provider": "hv", "ids": [created["id"]]}}],
-        module_defaults=defaults,
-    )
-    assert run.rc == 0, run.stdout[-3000:]
-    (listed,) = run["info"]["instances"]
+    listed = info_of(tmp_path, defaults, created["id"])
     if isinstance(arp, list) and address in arp:
         assert (listed["state"], listed["ip"]) == ("Running", address)
     else:
@@ -207,13 +211,7 @@ def test_agent_stopped_inside_a_running_guest_turns_it_back_to_provisioning(tmp_
     while not seen or seen[-1] != ("Provisioning", ""):
         assert time.monotonic() < end, "still %r after the agent should have stopped" % (seen[-1],)
         time.sleep(3)
-        run = run_playbook(
-            tmp_path,
-            [{"name": "info", INFO: {"provider": "hv", "ids": [up["id"]]}}],
-            module_defaults=defaults,
-        )
-        assert run.rc == 0, run.stdout[-3000:]
-        (listed,) = run["info"]["instances"]
+        listed = info_of(tmp_path, defaults, up["id"])
         seen.append((listed["state"], listed["ip"]))
     assert all(state != "Running" or ip == address for state, ip in seen), seen
     assert harness.network.fetch_through(address, fixtures.PROXY_PORT).stdout == harness.network.marker
