@@ -105,7 +105,8 @@ class GuestBackend(LibvirtContractBackend):
     def __init__(self, host, images, image: GuestImage, network: GuestNetwork, type_name: str = "kvm2"):
         self.image = image
         self.network = network
-        images.server.files[GUEST_IMAGE_PATH] = image.data()
+        if GUEST_IMAGE_PATH not in images.server.files:  # one read of the image per process
+            images.server.files[GUEST_IMAGE_PATH] = image.data()
         super().__init__(host, images, type_name=type_name)
 
     def block(self, **overrides) -> dict:
