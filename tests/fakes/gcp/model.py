@@ -122,11 +122,22 @@ class ComputeState:
     def url(self, *parts) -> str:
         return "/".join((BASE, "projects", self.project, *parts))
 
+    def _not_found(self, *path: str) -> ApiError:
+        """The API's 404 for ``projects/<project>/<path...>``, as the real service words it."""
+        return ApiError(
+            404, "The resource 'projects/%s/%s' was not found" % (self.project, "/".join(path)), "notFound"
+        )
+
     def _check_zone(self, zone: str) -> None:
         if zone not in self.zones:
-            raise ApiError(
-                404, "The resource 'projects/%s/zones/%s' was not found" % (self.project, zone), "notFound"
-            )
+            raise self._not_found("zones", zone)
+
+    def _instance_record(self, zone: str, name: str) -> dict:
+        self._check_zone(zone)
+        record = self.instances.get((zone, name))
+        if record is None:
+            raise self._not_found("zones", zone, "instances", name)
+        return record
 
     def _new_operation(self, zone: str, op_type: str, target_name: str, error=None, duration=None) -> dict:
         now = time.time()
@@ -347,15 +358,7 @@ class ComputeState:
     def get_instance(self, zone: str, name: str) -> dict:
         with self.lock:
             self._advance()
-            self._check_zone(zone)
-            record = self.instances.get((zone, name))
-            if record is None:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/zones/%s/instances/%s' was not found"
-                    % (self.project, zone, name),
-                    "notFound",
-                )
+            record = self._instance_record(zone, name)
             return self._view(record)
 
     def _view(self, record) -> dict:
@@ -369,15 +372,7 @@ class ComputeState:
     def delete_instance(self, zone: str, name: str) -> dict:
         with self.lock:
             self._advance()
-            self._check_zone(zone)
-            record = self.instances.get((zone, name))
-            if record is None:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/zones/%s/instances/%s' was not found"
-                    % (self.project, zone, name),
-                    "notFound",
-                )
+            record = self._instance_record(zone, name)
             if record["deleting_until"] is None:
                 record["deleting_until"] = time.time() + self.timing.deletion
             return self.public(self._new_operation(zone, "delete", name, duration=self.timing.deletion))
@@ -453,12 +448,7 @@ class ComputeState:
             self._advance()
             op = self.operations.get((zone, name))
             if op is None:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/zones/%s/operations/%s' was not found"
-                    % (self.project, zone, name),
-                    "notFound",
-                )
+                raise self._not_found("zones", zone, "operations", name)
             return self.public(op)
 
     def list_operations(self, zone: str, filter_text: str, max_results: int, page_token: str) -> dict:
@@ -491,12 +481,7 @@ class ComputeState:
     def delete_operation(self, zone: str, name: str) -> None:
         with self.lock:
             if self.operations.pop((zone, name), None) is None:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/zones/%s/operations/%s' was not found"
-                    % (self.project, zone, name),
-                    "notFound",
-                )
+                raise self._not_found("zones", zone, "operations", name)
 
     # -- firewalls and regions -------------------------------------------------------------
 
@@ -520,11 +505,7 @@ class ComputeState:
         with self.lock:
             rule = self.firewalls.get(name)
             if rule is None:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/global/firewalls/%s' was not found" % (self.project, name),
-                    "notFound",
-                )
+                raise self._not_found("global", "firewalls", name)
             return dict(rule)
 
     def insert_firewall(self, body: dict) -> dict:
@@ -554,11 +535,7 @@ class ComputeState:
     def patch_firewall(self, name: str, body: dict) -> dict:
         with self.lock:
             if name not in self.firewalls:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/global/firewalls/%s' was not found" % (self.project, name),
-                    "notFound",
-                )
+                raise self._not_found("global", "firewalls", name)
             self.firewalls[name].update({k: v for k, v in body.items() if k not in ("name", "network")})
             return self._global_operation("patch", name)
 
@@ -566,11 +543,7 @@ class ComputeState:
         with self.lock:
             self._advance()
             if region not in self.quotas:
-                raise ApiError(
-                    404,
-                    "The resource 'projects/%s/regions/%s' was not found" % (self.project, region),
-                    "notFound",
-                )
+                raise self._not_found("regions", region)
             used = self.usage(region)
             return {
                 "kind": "compute#region",
