@@ -48,6 +48,7 @@ def main() -> None:
     logger.setLevel(logging.DEBUG)
     logger.addHandler(collect)
     host = LibvirtHost().start()
+    print(host.choice.line)
     images = Images()
     try:
         harness = LibvirtContractBackend(host, images)

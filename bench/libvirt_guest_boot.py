@@ -2,10 +2,12 @@
 (``instances`` + ``wait``) against the alternative, one ``ansible-playbook`` run per guest.
 
 Everything is real and started here: the test hypervisor of tests/contract/libvirt_host.py
-(libvirtd, virtlogd, sshd on loopback), the guest image of tests/guest (built once per
-machine), the test network namespace with DHCP. Guests run under TCG (``domainType: qemu``),
-so N guests booting at once share the machine's cores. Prints wall times, the ratio, and each
-guest's address; every guest is checked to carry traffic from inside the namespace.
+(libvirtd, virtlogd, sshd on loopback), the guest image of tests/guest (built once per machine),
+the test network namespace with DHCP. The domain type is the guest-level probe's
+(tests/contract/hypervisor_probe.py: KVM only where a KVM guest really booted the image, TCG
+otherwise), printed with its reason; N guests booting at once share the machine's cores. Prints
+wall times, the ratio, and each guest's address; every guest is checked to carry traffic from
+inside the namespace.
 Usage: .venv/bin/python bench/libvirt_guest_boot.py [N]   (default 4)
 """
 
@@ -68,6 +70,8 @@ def main() -> None:
     images = Images()
     network = GuestNetwork(image.busybox).start()
     harness = GuestBackend(host, images, image, network)
+    choice = host.domain_type_for_guests(image.path)
+    print(choice.line)
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="bench-guest-"))
     try:
         defaults = {
@@ -90,7 +94,10 @@ def main() -> None:
             loop += seconds
             loop_results += one
         down(workdir, defaults, loop_results)
-        print("guests: %d, domain type qemu (TCG), image %.1f MB" % (count, image.facts["size"] / 1e6))
+        print(
+            "guests: %d, domain type %s, image %.1f MB"
+            % (count, choice.domain_type, image.facts["size"] / 1e6)
+        )
         print("first guest (image download + boot): %.1fs" % warm)
         print("batch: one proxy_instance run (instances + wait): %.1fs to all Running" % batch)
         print("loop:  %d proxy_instance runs, one guest each:    %.1fs" % (count, loop))

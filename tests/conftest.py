@@ -17,3 +17,10 @@ for path in (COLLECTIONS, CONTROLLER):
 # The Kubernetes test control plane's fixtures (kube_cluster, kube_admin, kube_namespace), for
 # every test directory; nothing starts unless a test asks for one.
 pytest_plugins = ("cluster.kube_fixture",)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Repeat which domain type the test hypervisors chose and why (contract.libvirt_fixtures)."""
+    fixtures = sys.modules.get("contract.libvirt_fixtures")
+    for line in getattr(fixtures, "ANNOUNCED", []):
+        terminalreporter.write_line(line)

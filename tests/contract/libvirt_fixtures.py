@@ -1,6 +1,9 @@
 """Session fixtures for every test that needs the real hypervisor: import ``libvirt_host`` and
 ``image_host`` into the test module. One host per process, however many modules import them:
-the first fixture use starts it, the last session finalizer stops it."""
+the first fixture use starts it, the last session finalizer stops it. A start that failed is
+not tried again by every later test: they fail at once with the same error. The domain type
+the host chose (hypervisor_probe.py) is printed once, past pytest's capture, and again in the
+summary."""
 
 from __future__ import annotations
 
@@ -11,7 +14,22 @@ from fakes.image_server import ImageServer
 
 from contract.libvirt_host import LibvirtHost, make_image
 
-_shared = {"host": None, "images": None, "users": 0}
+_shared = {"host": None, "images": None, "users": 0, "error": None}
+ANNOUNCED: list = []  # the "test hypervisor: ..." lines of this session (conftest prints them)
+
+
+def announce(config, line: str) -> None:
+    """One line on the terminal now (pytest captures fixture output) and in the summary."""
+    if line in ANNOUNCED:
+        return
+    ANNOUNCED.append(line)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if capture is None or reporter is None:
+        print(line)
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
 
 
 class Images:
@@ -29,9 +47,22 @@ class Images:
 
 
 def _acquire():
+    if _shared["error"] is not None:
+        raise RuntimeError("the test hypervisor failed to start earlier in this session") from _shared[
+            "error"
+        ]
     if _shared["host"] is None:
-        _shared["host"] = LibvirtHost().start()
-        _shared["images"] = Images()
+        try:
+            host = LibvirtHost().start()
+        except Exception as exc:
+            _shared["error"] = exc
+            raise
+        try:
+            _shared["images"] = Images()
+        except BaseException:
+            host.stop()
+            raise
+        _shared["host"] = host
     _shared["users"] += 1
     return _shared["host"], _shared["images"]
 
@@ -51,6 +82,7 @@ def _release():
 def libvirt_host(request):
     host, _images = _acquire()
     request.addfinalizer(_release)
+    announce(request.config, host.choice.line)
     return host
 
 

@@ -1,22 +1,21 @@
 """A real hypervisor for the libvirt provider's tests, started and stopped by the tests:
-libvirtd and virtlogd (qemu with KVM where /dev/kvm is usable, TCG otherwise), a transient
-directory pool, a real sshd on 127.0.0.1 with a generated host key, client key and known_hosts,
-and base images (small qcow2 files made with qemu-img) served over HTTP on loopback.
+libvirtd and virtlogd, a transient directory pool, a real sshd on 127.0.0.1 with a generated
+host key, client key and known_hosts, and base images (small qcow2 files made with qemu-img)
+served over HTTP on loopback.
 
-Only one such host runs per machine at a time: a privileged libvirtd keeps driver state under
-fixed paths (/run/libvirt/qemu, /run/libvirt/virtlogd-sock), so an inter-process lock
-serialises concurrent test sessions. Everything else (libvirtd's sockets, config, logs, the
-pool, sshd) lives in a private directory. Daemons are stopped by their pid, never by name.
-Domains left by a crashed run are recognised by this project's metadata namespace (or the
-test marker in their description) and removed at start and at stop.
+Both daemons run in a private mount namespace (``libvirt_namespace.sh``) whose libvirt state,
+config, cache and log directories live in this host's own directory, so the suite coexists with
+a machine's own libvirtd (a real hypervisor, a developer's laptop) and never sees its domains,
+networks or pid files. The domain type (KVM or TCG) is proven by starting a throwaway guest
+(``hypervisor_probe.py``), never inferred from /dev/kvm. The machine-wide lock is taken once
+per process (``machine_lock.py``), and its first taker removes what a crashed session left
+(``leftovers.py``). Daemons are stopped by their pid, never by name. Test domains are
+recognised by this project's metadata namespace (or the test marker in their description).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import glob
-import grp
 import hashlib
 import os
 import shutil
@@ -30,9 +29,9 @@ import uuid
 import libvirt
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
+from contract import hypervisor_probe, leftovers, machine_lock, pids
 
-LOCK_PATH = "/run/lock/egress-proxies-libvirt-tests.lock"
-VIRTLOGD_SOCKET = "/run/libvirt/virtlogd-sock"
+NAMESPACE_WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libvirt_namespace.sh")
 TEST_MARK = "egress-proxies test domain"
 SSHD = "/usr/sbin/sshd"
 
@@ -106,60 +105,63 @@ def _stop(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
         proc.wait(5)
 
 
-def kvm_usable() -> bool:
-    """/dev/kvm exists; make it usable by qemu the way Debian's udev rule does (root:kvm 0660),
-    which a host without udev (a container) lacks. Returns False where there is no KVM."""
-    if os.environ.get("EGRESS_TEST_DOMAIN_TYPE") == "qemu" or not os.path.exists("/dev/kvm"):
-        return False
-    try:
-        kvm_gid = grp.getgrnam("kvm").gr_gid
-        st = os.stat("/dev/kvm")
-        if st.st_gid != kvm_gid or (st.st_mode & 0o060) != 0o060:
-            os.chown("/dev/kvm", 0, kvm_gid)
-            os.chmod("/dev/kvm", 0o660)
-        return True
-    except (KeyError, OSError):
-        return False
-
-
 class LibvirtHost:
     def __init__(self):
-        self.base = tempfile.mkdtemp(prefix="egress-libvirt-", dir="/tmp")
-        os.chmod(self.base, 0o755)  # qemu runs as libvirt-qemu and must reach the pool
+        self.base = ""
+        self.sshd_port = free_port()
+        self.pool = "egress-test-" + uuid.uuid4().hex[:8]
+        self.choice = None
+        self._locked = False
+        self._libvirtd_pid = 0
+        self._virtlogd_pid = 0
+        self._sshd = None
+        self._conn = None
+
+    def _paths(self) -> None:
         self.run_dir = os.path.join(self.base, "run")
         self.socket = os.path.join(self.run_dir, "libvirt-sock")
+        self.namespace_dir = os.path.join(self.base, "namespace")
         self.pool_dir = os.path.join(self.base, "pool")
-        self.pool = "egress-test-" + uuid.uuid4().hex[:8]
         self.ssh_dir = os.path.join(self.base, "ssh")
         self.key = os.path.join(self.ssh_dir, "client_key")
         self.known_hosts = os.path.join(self.ssh_dir, "known_hosts")
-        self.sshd_port = free_port()
-        self.domain_type = "kvm" if kvm_usable() else "qemu"
-        self._lock = None
-        self._libvirtd = None
-        self._virtlogd = None
-        self._sshd = None
-        self._conn = None
-        self._started = time.time()
+
+    @property
+    def domain_type(self) -> str:
+        """What the contract and module tests' domains use (a boot-level probe's answer)."""
+        return self.choice.domain_type
+
+    def domain_type_for_guests(self, image: str) -> hypervisor_probe.Choice:
+        """The choice for guests that boot the real-guest image (a guest-level probe)."""
+        return hypervisor_probe.choose(self.direct, self.base, level="guest", image=image)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> LibvirtHost:
-        os.makedirs(os.path.dirname(LOCK_PATH), exist_ok=True)
-        self._lock = open(LOCK_PATH, "a")  # noqa: SIM115 - held for the whole session
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
-        for path in (self.run_dir, self.pool_dir, self.ssh_dir):
-            os.makedirs(path, mode=0o755, exist_ok=True)
-        self._start_virtlogd()
-        self._start_libvirtd()
-        self.remove_test_domains()
-        self.direct().storagePoolCreateXML(
-            "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>"
-            % (self.pool, self.pool_dir),
-            0,
-        )
-        self._make_keys()
-        self.start_sshd()
+        """Everything up, or everything that was started stopped again and the error raised."""
+        machine_lock.acquire(on_first=leftovers.remove_crashed_sessions)
+        self._locked = True
+        try:
+            self.base = tempfile.mkdtemp(prefix="egress-libvirt-", dir="/tmp")
+            os.chmod(self.base, 0o755)  # qemu runs as libvirt-qemu and must reach the pool
+            leftovers.mark_owner(self.base)
+            self._paths()
+            for path in (self.run_dir, self.pool_dir, self.ssh_dir, self.namespace_dir):
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            self._start_virtlogd()
+            self._start_libvirtd()
+            self.remove_test_domains()
+            self.direct().storagePoolCreateXML(
+                "<pool type='dir'><name>%s</name><target><path>%s</path></target></pool>"
+                % (self.pool, self.pool_dir),
+                0,
+            )
+            self.choice = hypervisor_probe.choose(self.direct, self.base, level="boot")
+            self._make_keys()
+            self.start_sshd()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
@@ -173,37 +175,38 @@ class LibvirtHost:
                     self._conn.close()
                 self._conn = None
             self.stop_sshd()
-            _stop(self._libvirtd)
-            _stop(self._virtlogd)
-            self._remove_domain_logs()
+            pids.stop(self._libvirtd_pid)
+            pids.stop(self._virtlogd_pid)
+            self._libvirtd_pid = self._virtlogd_pid = 0
         finally:
-            shutil.rmtree(self.base, ignore_errors=True)
-            if self._lock is not None:
-                fcntl.flock(self._lock, fcntl.LOCK_UN)
-                self._lock.close()
-                self._lock = None
+            if self.base:
+                shutil.rmtree(self.base, ignore_errors=True)
+            if self._locked:
+                self._locked = False
+                machine_lock.release()
 
-    def _remove_domain_logs(self) -> None:
-        """virtlogd keeps one log per domain under /var/log/libvirt/qemu: remove those of the
-        test domains (instance names start with ``proxy-``) written since this host started."""
-        for path in glob.glob("/var/log/libvirt/qemu/proxy-*.log*"):
-            with contextlib.suppress(OSError):
-                if os.stat(path).st_mtime >= self._started - 1:
-                    os.unlink(path)
-
-    def _start_virtlogd(self) -> None:
-        if _connectable_unix(VIRTLOGD_SOCKET):
-            return  # a virtlogd already serves this machine; libvirtd uses it
-        log = os.path.join(self.base, "virtlogd.out")
+    def _daemon(self, name: str, argv: list, ready, seconds: float) -> int:
+        """Start a daemon (``-d``: it forks and writes its pid file) in the private namespace;
+        its pid."""
+        pid_file = os.path.join(self.run_dir, name + ".pid")
+        log = os.path.join(self.base, name + ".out")
         with open(log, "ab") as out:
-            self._virtlogd = subprocess.Popen(
-                ["virtlogd", "-p", os.path.join(self.base, "virtlogd.pid")],
+            subprocess.run(
+                [NAMESPACE_WRAPPER, self.namespace_dir, *argv, "-d", "-p", pid_file],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                check=True,
+                timeout=60,
             )
-        _wait_for(lambda: _connectable_unix(VIRTLOGD_SOCKET), 20, "virtlogd", log)
+        _wait_for(lambda: pids.read_pid(pid_file) > 0 and ready(), seconds, name, log)
+        return pids.read_pid(pid_file)
+
+    def _start_virtlogd(self) -> None:
+        socket_path = os.path.join(self.namespace_dir, "run", "virtlogd-sock")
+        self._virtlogd_pid = self._daemon(
+            "virtlogd", ["virtlogd"], lambda: _connectable_unix(socket_path), 20
+        )
 
     def _start_libvirtd(self) -> None:
         conf = os.path.join(self.base, "libvirtd.conf")
@@ -213,16 +216,16 @@ class LibvirtHost:
                 'auth_unix_rw = "none"\nauth_unix_ro = "none"\n'
                 'log_outputs = "3:file:%s"\n' % (self.run_dir, os.path.join(self.base, "libvirtd.log"))
             )
-        log = os.path.join(self.base, "libvirtd.out")
-        with open(log, "ab") as out:
-            self._libvirtd = subprocess.Popen(
-                ["libvirtd", "-f", conf, "-p", os.path.join(self.base, "libvirtd.pid")],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        _wait_for(lambda: _connectable_unix(self.socket), 30, "libvirtd", log)
+        self._libvirtd_pid = self._daemon(
+            "libvirtd", ["libvirtd", "-f", conf], lambda: _connectable_unix(self.socket), 60
+        )
+
+    def domain_log(self, name: str) -> str:
+        """qemu's log of one domain (virtlogd writes it in the private /var/log/libvirt)."""
+        path = os.path.join(self.namespace_dir, "log", "qemu", name + ".log")
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+        return ""
 
     def _make_keys(self) -> None:
         for name in ("host_key", "client_key", "other_key"):

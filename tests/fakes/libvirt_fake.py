@@ -30,6 +30,9 @@ class FakeHost:
         self.pools = {
             pool: {"state": b.POOL_RUNNING, "capacity": 100 * GIB, "available": 80 * GIB, "volumes": {}}
         }
+        # libvirt's max vCPUs per domain type, or the error asking for it raises.
+        self.max_vcpus = {"kvm": 1024, "qemu": 16}
+        self.start_error = None  # raised by every domain start, which leaves it off/failed
         self.fail = {}  # method -> exception to raise (once per entry if a list)
         self.block = {}  # method -> threading.Event the call waits on
         self.calls = []  # (connection serial, method, args)
@@ -147,6 +150,20 @@ class FakeConnection:
         self._enter("domain_state", (name,))
         return self._domain(name)["state"]
 
+    def domain_state_reason(self, name):
+        self._enter("domain_state_reason", (name,))
+        dom = self._domain(name)
+        return dom["state"], dom.get("reason", 0)
+
+    def max_vcpus(self, virt_type):
+        self._enter("max_vcpus", (virt_type,))
+        found = self.host.max_vcpus.get(virt_type)
+        if found is None:
+            raise err(b.ERR_INVALID_ARG, "invalid argument: unknown type '%s'" % virt_type)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
     def domain_metadata(self, name, uri):
         self._enter("domain_metadata", (name, uri))
         found = self._domain(name)["metadata"].get(uri)
@@ -173,7 +190,10 @@ class FakeConnection:
         dom = self._domain(name)
         if dom["state"] in (b.DOMAIN_RUNNING, b.DOMAIN_BLOCKED, b.DOMAIN_PAUSED):
             raise err(b.ERR_OPERATION_INVALID, "Requested operation is not valid: domain is already running")
-        dom["state"] = b.DOMAIN_RUNNING
+        if self.host.start_error is not None:
+            dom["state"], dom["reason"] = b.DOMAIN_SHUTOFF, 6  # VIR_DOMAIN_SHUTOFF_FAILED
+            raise self.host.start_error
+        dom["state"], dom["reason"] = b.DOMAIN_RUNNING, 1
 
     def domain_resume(self, name):
         self._enter("domain_resume", (name,))

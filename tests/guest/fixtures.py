@@ -3,7 +3,8 @@
 ``contract.libvirt_fixtures``, which they build on).
 
 - ``guest_image``: the image of ``build_image.py`` (built once per machine, then cached).
-- ``guest_network``: the test's bridge and network namespace (``network.py``), one per session.
+- ``guest_network``: the test's bridge and network namespace (``network.py``), one per process
+  (shared with the molecule surroundings when they run in the same process).
 - ``guest_backend``: a contract harness whose provider boots real guests on that bridge.
 """
 
@@ -17,13 +18,14 @@ import xml.etree.ElementTree as ET
 import libvirt
 import pytest
 from contract.libvirt_backend import LibvirtContractBackend
+from contract.libvirt_fixtures import announce
 
 from guest import build_image
+from guest import network as guest_network_module
 from guest.network import GuestNetwork
 
 GUEST_IMAGE_PATH = "/guest.qcow2"
 PROXY_PORT = 3128
-_shared = {"network": None, "users": 0}
 
 
 @dataclasses.dataclass
@@ -58,24 +60,15 @@ def guest_image() -> GuestImage:
     return load_image()
 
 
-def _release_network() -> None:
-    _shared["users"] -= 1
-    if _shared["users"] == 0:
-        network, _shared["network"] = _shared["network"], None
-        network.stop()
-
-
 @pytest.fixture(scope="session")
 def guest_network(libvirt_host, guest_image, request) -> GuestNetwork:
     """One network per test process, however many modules import this fixture (each import is
-    its own session fixture to pytest): the first use starts it, the last finalizer stops it.
-    It depends on the hypervisor fixture for its machine-wide lock: the network's fixed subnet
-    and its clean-up of a crashed session's leftovers are safe only under that lock."""
-    if _shared["network"] is None:
-        _shared["network"] = GuestNetwork(guest_image.busybox).start()
-    _shared["users"] += 1
-    request.addfinalizer(_release_network)
-    return _shared["network"]
+    its own session fixture to pytest). It depends on the hypervisor fixture for its
+    machine-wide lock: the network's fixed subnet and its clean-up of a crashed session's
+    leftovers are safe only under that lock."""
+    network = guest_network_module.acquire_shared(guest_image.busybox)
+    request.addfinalizer(guest_network_module.release_shared)
+    return network
 
 
 def user_data(
@@ -97,7 +90,8 @@ def user_data(
 class GuestBackend(LibvirtContractBackend):
     """The kvm2 harness with a bootable image: guests get an address (DHCP from the test
     namespace unless the user-data sets one), report it through the guest agent, and reach
-    Running. TCG (``domainType: qemu``): nested KVM fails inside isolinux here."""
+    Running. The domain type is the guest-level probe's (hypervisor_probe.py): KVM only where
+    a KVM guest really booted this image, TCG otherwise."""
 
     reaches_running = True
     timeout = 180.0  # TCG boots in ~5 s alone, slower with several guests on two cores
@@ -105,6 +99,7 @@ class GuestBackend(LibvirtContractBackend):
     def __init__(self, host, images, image: GuestImage, network: GuestNetwork, type_name: str = "kvm2"):
         self.image = image
         self.network = network
+        self.domain_type = host.domain_type_for_guests(image.path).domain_type
         if GUEST_IMAGE_PATH not in images.server.files:  # one read of the image per process
             images.server.files[GUEST_IMAGE_PATH] = image.data()
         super().__init__(host, images, type_name=type_name)
@@ -116,7 +111,7 @@ class GuestBackend(LibvirtContractBackend):
             guest={"url": self.images.server.url(GUEST_IMAGE_PATH), "sha256": self.image.sha256},
         )
         data["machineTypes"] = dict(data["machineTypes"], small={"vcpus": 1, "memoryMiB": 256})
-        data["hosts"] = [dict(data["hosts"][0], bridge=self.network.bridge, domainType="qemu")]
+        data["hosts"] = [dict(data["hosts"][0], bridge=self.network.bridge, domainType=self.domain_type)]
         data.update(overrides)
         return data
 
@@ -140,8 +135,9 @@ class GuestBackend(LibvirtContractBackend):
 
 
 @pytest.fixture
-def guest_backend(libvirt_host, image_host, guest_image, guest_network):
+def guest_backend(libvirt_host, image_host, guest_image, guest_network, request):
     harness = GuestBackend(libvirt_host, image_host, guest_image, guest_network)
+    announce(request.config, libvirt_host.domain_type_for_guests(guest_image.path).line)
     try:
         yield harness
     finally:

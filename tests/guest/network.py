@@ -86,6 +86,27 @@ def remove_leftovers() -> None:
             ip("link", "del", device, check=False)
 
 
+_shared = {"network": None, "users": 0}
+
+
+def acquire_shared(busybox: str) -> GuestNetwork:
+    """The process's one network (its subnet and route are fixed), started by the first user:
+    the real-guest fixtures and the molecule surroundings share it when they run together."""
+    if _shared["network"] is None:
+        _shared["network"] = GuestNetwork(busybox).start()
+    _shared["users"] += 1
+    return _shared["network"]
+
+
+def release_shared() -> None:
+    if _shared["users"] == 0:
+        return
+    _shared["users"] -= 1
+    if _shared["users"] == 0:
+        network, _shared["network"] = _shared["network"], None
+        network.stop()
+
+
 class GuestNetwork:
     def __init__(self, busybox: str, directory: str | None = None):
         """``directory`` holds the configuration, logs and the served page (default: a new

@@ -16,6 +16,8 @@ import pytest
 from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME, LibvirtContractBackend
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+
 from .playbook import run_playbook
 
 pytestmark = [pytest.mark.libvirt, pytest.mark.playbook]
@@ -245,3 +247,44 @@ def test_cloud_init_and_key_never_printed(tmp_path, hv):
     for text in (run.stdout, run.stderr, harness.host.read_log()):
         assert sentinel not in text
         assert key_line not in text
+
+
+def test_check_tells_whether_kvm_guests_can_run(tmp_path, hv):
+    """A host configured ``domainType: kvm``: where a KVM guest cannot start (the test
+    hypervisor's probe found so, or the create fails), the create's error says what to set
+    and ``proxy_check`` says why instead of Reachable; where one can, both succeed. Proved on
+    whatever machine runs it: the probe and the create must agree."""
+    harness, defaults = hv
+    block = dict(harness.block())
+    block["hosts"] = [dict(block["hosts"][0], domainType="kvm")]
+    defaults = dict(defaults, providers=[{"name": "hv", "type": "kvm2", "kvm2": block}])
+    uid = str(uuid.uuid4())
+    run = run_playbook(
+        tmp_path,
+        [
+            {
+                "name": "create",
+                PI: {"provider": "hv", "uid": uid, "placement": PLACEMENT},
+                "ignore_errors": True,
+            },
+            {"name": "check", CHECK: {"provider": "hv"}},
+        ],
+        module_defaults=defaults,
+    )
+    (target,) = run["check"]["providers"][0]["targets"]
+    created = not run["create"].get("failed")
+    choice = harness.host.choice
+    if choice.reason.startswith("KVM present but a guest did not start"):
+        assert not created, "the probe saw KVM guests fail, the provider's create must fail too"
+    elif choice.domain_type == "kvm" and "forced" not in choice.reason:
+        assert created, run["create"].get("msg")
+    if created:
+        assert (target["ready"], target["reason"]) == (True, "Reachable"), target
+        assert "failingGuests" not in target["details"]
+    else:
+        assert run["create"]["error_class"] == "transient", run["create"]
+        assert "domainType: qemu" in run["create"]["msg"], run["create"]["msg"]
+        assert target["ready"] is False and target["reason"] in ("GuestsFailing", "DomainTypeUnsupported")
+        assert "domainType: qemu" in target["message"], target
+        if target["reason"] == "GuestsFailing":
+            assert target["details"]["failingGuests"] == [names.name_from_uid(uid)]

@@ -2,20 +2,22 @@
 everything a real KVM host has before the ``libvirt_host`` role runs, on loopback, in a private
 directory.
 
-Who calls it: ``tests/roles/test_molecule.py`` (``up`` before and ``down`` after the
-scenarios), or a person: ``python tests/roles/hypervisor_env.py up DIR`` prints the
-environment the scenarios read (``MOLECULE_HV_*``), ``... down DIR`` undoes it.
+Who calls it: ``tests/roles/test_molecule.py`` (``up`` before and ``down`` after the scenarios),
+or a person: ``python tests/roles/hypervisor_env.py up DIR`` prints the environment the
+scenarios read (``MOLECULE_HV_*``), ``... down DIR`` undoes it.
 
-What ``up`` provides: the machine-wide libvirt test lock (held by a detached helper process,
-since a privileged libvirtd keeps driver state under fixed paths; the same lock the
-libvirt fixtures of tests/contract take), a libvirtd.conf with a private socket directory (the
-role starts libvirtd with it), an sshd on 127.0.0.1 (free port) reading its authorized keys from
-a file the role fills, an operator key pair and known_hosts, two images served over HTTP on
-loopback by the helper (``base``, a small empty qcow2, and ``guest``, the bootable real-guest
-image of tests/guest), and the real-guest network of tests/guest/network.py (a bridge for the
-guests, a test namespace with DHCP, an HTTP server and the clients). Guests run under TCG
-(``domainType: qemu``): nested KVM fails in the guest's bootloader. It starts neither libvirtd
-nor virtlogd: the role does.
+What ``up`` provides: the machine-wide libvirt test lock (the same lock the libvirt fixtures of
+tests/contract take: held by this process when a test calls ``up(..., in_process=True)``, by a
+detached helper process when a person runs ``up``), a libvirtd.conf with a private socket
+directory and a wrapper that starts the daemons in a private mount namespace (the role starts
+them through it, so the scenarios coexist with a libvirtd the machine runs itself), an sshd on
+127.0.0.1 (free port) reading its authorized keys from a file the role fills, an operator key
+pair and known_hosts, two images served over HTTP on loopback by the helper (``base``, a small
+empty qcow2, and ``guest``, the bootable real-guest image of tests/guest), and the real-guest
+network of tests/guest/network.py (a bridge for the guests, a test namespace with DHCP, an HTTP
+server and the clients; in a test process, the one the real-guest fixtures share). The guests'
+domain type is the guest-level probe's (tests/contract/hypervisor_probe.py): KVM only where a
+KVM guest really booted the image. It starts neither libvirtd nor virtlogd: the role does.
 
 What ``down`` guarantees: the domains and the pool the scenarios made are removed, the daemons
 the role started (pid files in DIR/run) and sshd are stopped by pid, the guest network is
@@ -25,8 +27,6 @@ by name.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import http.server
 import json
 import os
@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -41,39 +42,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, ".venv", "collections")]
 
-from contract.libvirt_host import LOCK_PATH, SSHD, free_port, make_image  # noqa: E402
+from contract import hypervisor_probe, leftovers, machine_lock, pids  # noqa: E402
+from contract.libvirt_host import NAMESPACE_WRAPPER, SSHD, LibvirtHost, free_port, make_image  # noqa: E402
 from guest import build_image  # noqa: E402
 from guest import network as guest_network  # noqa: E402
 
 POOL = "egress-molecule"
 IMAGES = ("base.qcow2", "guest.qcow2")  # served as /<name>
 HOST_NAME = "hv1"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
-def _stop_pid(pid: int, grace: float = 10.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    end = time.monotonic() + grace
-    while time.monotonic() < end and _pid_alive(pid):
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _read_pid(path: str) -> int:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return int(handle.read().strip() or 0)
-    except (OSError, ValueError):
-        return 0
 
 
 def _wait(predicate, seconds: float, what: str) -> None:
@@ -85,10 +61,12 @@ def _wait(predicate, seconds: float, what: str) -> None:
     raise RuntimeError("%s did not come up within %ss" % (what, seconds))
 
 
-def serve(directory: str) -> None:
-    """The detached helper: take the lock, serve the image, write serve.json, run until SIGTERM."""
-    lock = open(LOCK_PATH, "a")  # noqa: SIM115 - held until this process ends
-    fcntl.flock(lock, fcntl.LOCK_EX)
+def serve(directory: str, lock: bool) -> None:
+    """The detached helper: take the lock (when asked), serve the images, write serve.json, run
+    until SIGTERM."""
+    if lock:
+        machine_lock.acquire(on_first=leftovers.remove_crashed_sessions)
+        leftovers.mark_owner(directory)
     bodies = {}
     for name in IMAGES:
         with open(os.path.join(directory, name), "rb") as handle:
@@ -121,22 +99,55 @@ def serve(directory: str) -> None:
     os.replace(tmp, os.path.join(directory, "serve.json"))
     stop.wait()
     server.shutdown()
-    fcntl.flock(lock, fcntl.LOCK_UN)
+    if lock:
+        machine_lock.release()
 
 
-def up(directory: str) -> dict:
+def guest_domain_type(image: str) -> hypervisor_probe.Choice:
+    """The guest-level probe's choice (the proxy scenario boots the real-guest image); when the
+    cache does not answer, a throwaway test hypervisor runs the probe."""
+    started = []
+
+    def connect():
+        if not started:
+            started.append(LibvirtHost().start())
+        return started[0].direct()
+
+    scratch = tempfile.mkdtemp(prefix="egress-libvirt-probe-", dir="/tmp")
+    os.chmod(scratch, 0o755)
+    leftovers.mark_owner(scratch)
+    try:
+        return hypervisor_probe.choose(connect, scratch, level="guest", image=image)
+    finally:
+        for host in started:
+            host.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def up(directory: str, in_process: bool = False) -> dict:
+    """The surroundings in ``directory``. ``in_process``: the caller (a test) holds the lock and
+    shares its guest network; otherwise a detached helper holds the lock and the network
+    outlives this process, for a person's shell."""
     directory = os.path.abspath(directory)
     os.makedirs(directory, exist_ok=True)
     os.chmod(directory, 0o755)  # qemu runs as libvirt-qemu and must reach the pool under it
-    for sub in ("run", "ssh", "pools"):
+    if in_process:
+        machine_lock.acquire(on_first=leftovers.remove_crashed_sessions)
+        leftovers.mark_owner(directory)
+    with open(os.path.join(directory, "mode"), "w", encoding="utf-8") as handle:
+        handle.write("in-process" if in_process else "detached")
+    for sub in ("run", "ssh", "pools", "namespace"):
         os.makedirs(os.path.join(directory, sub), mode=0o755, exist_ok=True)
     _data, sha256 = make_image(directory)
     guest_dir = build_image.ensure()
     shutil.copy(os.path.join(guest_dir, "guest.qcow2"), os.path.join(directory, "guest.qcow2"))
     with open(os.path.join(guest_dir, "image.json"), encoding="utf-8") as handle:
         guest_sha256 = json.load(handle)["sha256"]
+    # Before the helper takes the lock: a probe may need a throwaway hypervisor, under the lock.
+    choice = guest_domain_type(os.path.join(directory, "guest.qcow2"))
+    print(choice.line, file=sys.stderr, flush=True)
     helper = subprocess.Popen(
-        [sys.executable, __file__, "serve", directory],
+        [sys.executable, __file__, "serve", directory, "lock" if not in_process else "nolock"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=open(os.path.join(directory, "serve.log"), "ab"),  # noqa: SIM115 - the child's
@@ -144,14 +155,18 @@ def up(directory: str) -> dict:
     )
     with open(os.path.join(directory, "helper.pid"), "w", encoding="utf-8") as handle:
         handle.write(str(helper.pid))
+    if not in_process:
+        leftovers.mark_owner(directory, helper.pid)
     # The lock may be held by another test session: wait as long as the libvirt fixtures would.
     _wait(lambda: os.path.exists(os.path.join(directory, "serve.json")), 1800, "the libvirt test lock")
     with open(os.path.join(directory, "serve.json"), encoding="utf-8") as handle:
         http_port = json.load(handle)["port"]
     # Under the lock now (the helper holds it): the guest network, left running for the scenarios.
-    network = guest_network.GuestNetwork(
-        os.path.join(guest_dir, "busybox"), os.path.join(directory, "guest-network")
-    ).start()
+    busybox = os.path.join(guest_dir, "busybox")
+    if in_process:
+        network = guest_network.acquire_shared(busybox)
+    else:
+        network = guest_network.GuestNetwork(busybox, os.path.join(directory, "guest-network")).start()
     ssh = os.path.join(directory, "ssh")
     for name in ("host_key", "operator_key"):
         subprocess.run(
@@ -186,7 +201,7 @@ def up(directory: str) -> dict:
         )
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     subprocess.run([SSHD, "-f", conf, "-E", os.path.join(ssh, "sshd.log")], check=True)
-    _wait(lambda: _read_pid(os.path.join(directory, "sshd.pid")) > 0, 20, "sshd")
+    _wait(lambda: pids.read_pid(os.path.join(directory, "sshd.pid")) > 0, 20, "sshd")
     env = {
         "MOLECULE_HV_DIR": directory,
         "MOLECULE_HV_SOCKET": os.path.join(run, "libvirt-sock"),
@@ -202,7 +217,9 @@ def up(directory: str) -> dict:
         "MOLECULE_HV_IMAGE_SHA256": sha256,
         "MOLECULE_HV_GUEST_IMAGE_URL": "http://127.0.0.1:%d/guest.qcow2" % http_port,
         "MOLECULE_HV_GUEST_IMAGE_SHA256": guest_sha256,
-        "MOLECULE_HV_DOMAIN_TYPE": "qemu",
+        "MOLECULE_HV_DOMAIN_TYPE": choice.domain_type,
+        "MOLECULE_HV_DAEMON_WRAPPER": "%s %s" % (NAMESPACE_WRAPPER, os.path.join(directory, "namespace")),
+        "MOLECULE_HV_VIRTLOGD_SOCKET": os.path.join(directory, "namespace", "run", "virtlogd-sock"),
         "MOLECULE_HV_BRIDGE": network.bridge,
         "MOLECULE_HV_NETNS": network.namespace,
         "MOLECULE_HV_MARKER": network.marker,
@@ -216,15 +233,27 @@ def up(directory: str) -> dict:
 
 def down(directory: str) -> None:
     directory = os.path.abspath(directory)
+    try:
+        with open(os.path.join(directory, "mode"), encoding="utf-8") as handle:
+            in_process = handle.read() == "in-process"
+    except OSError:
+        in_process = False
     socket_path = os.path.join(directory, "run", "libvirt-sock")
-    if os.path.exists(socket_path):
-        _remove_libvirt_objects("qemu:///system?socket=%s" % socket_path)
-    guest_network.remove_leftovers()  # before the helper ends: the lock covers it
-    for name in ("run/libvirtd.pid", "run/virtlogd.pid", "sshd.pid", "helper.pid"):
-        pid = _read_pid(os.path.join(directory, name))
-        if pid:
-            _stop_pid(pid)
-    shutil.rmtree(directory, ignore_errors=True)
+    try:
+        if os.path.exists(socket_path):
+            _remove_libvirt_objects("qemu:///system?socket=%s" % socket_path)
+        if in_process:
+            guest_network.release_shared()
+        else:
+            guest_network.remove_leftovers()  # before the helper ends: the lock covers it
+        for name in ("run/libvirtd.pid", "run/virtlogd.pid", "sshd.pid", "helper.pid"):
+            pid = pids.read_pid(os.path.join(directory, name))
+            if pid:
+                pids.stop(pid)
+        shutil.rmtree(directory, ignore_errors=True)
+    finally:
+        if in_process:
+            machine_lock.release()
 
 
 def _remove_libvirt_objects(uri: str) -> None:
@@ -244,12 +273,12 @@ def _remove_libvirt_objects(uri: str) -> None:
 
 
 def main(argv: list) -> int:
-    if len(argv) != 2 or argv[0] not in ("up", "down", "serve"):
+    if len(argv) < 2 or argv[0] not in ("up", "down", "serve"):
         print("usage: hypervisor_env.py up|down DIR", file=sys.stderr)
         return 2
-    command, directory = argv
+    command, directory = argv[:2]
     if command == "serve":
-        serve(directory)
+        serve(directory, lock=argv[2:] == ["lock"])
     elif command == "up":
         for key, value in up(directory).items():
             print("export %s=%s" % (key, value))

@@ -68,7 +68,7 @@ def test_libvirt_host_then_proxy_scenarios():
     # Not under pytest's tmp_path: its parents are 0700, and qemu (another uid) must reach the pool.
     directory = tempfile.mkdtemp(prefix="egress-molecule-", dir="/tmp")
     try:
-        env = hypervisor_env.up(directory)
+        env = hypervisor_env.up(directory, in_process=True)
         molecule("libvirt_host", env)
         molecule("proxy", env)
     finally:

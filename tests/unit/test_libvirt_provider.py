@@ -612,7 +612,7 @@ def test_check_every_host_on_fresh_connections_with_details(image_server):
     assert details["poolState"] == "running" and details["poolAvailableGiB"] == 80.0
     assert details["memoryAvailableMiB"] == 16 * 1024 and details["user"] == "root"
     assert statuses[1].details["poolState"] == "inactive"
-    assert statuses[3].details == {"user": "root", "pool": "default"}
+    assert statuses[3].details == {"user": "root", "pool": "default", "domainType": "kvm"}
     # fresh connections, closed afterwards; the pooled one is untouched and still used
     assert all(c.closed for c in dialer.connections[1:])
     assert not pooled.closed

@@ -110,6 +110,13 @@ class Connection(Protocol):
 
     def domain_state(self, name: str) -> int: ...
 
+    def domain_state_reason(self, name: str) -> tuple:
+        """``(state, reason)``: libvirt's virDomainState and the state's reason code."""
+
+    def max_vcpus(self, virt_type: str) -> int:
+        """The most vCPUs a guest of ``virt_type`` may have; an error when the host has no such
+        type (for ``kvm``: /dev/kvm cannot be opened)."""
+
     def domain_metadata(self, name: str, uri: str) -> str: ...
 
     def domain_define(self, xml: str) -> None: ...

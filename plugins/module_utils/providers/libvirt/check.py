@@ -4,9 +4,12 @@
 
 It never touches the pooled connections that operations use, so a check that runs out of time
 cannot disturb a create in flight. Per host: credentials readable, dial (SSH + libvirt), library
-version, hostname, the pool (exists, running, capacity, free space), free memory. ``details``
-holds every fact gathered before the first failure. Reasons: the shared ones, plus
-``CredentialsUnavailable`` (key or known_hosts unreadable), ``PoolNotFound``, ``PoolNotActive``.
+version, hostname, the pool (exists, running, capacity, free space), free memory, and whether
+the host can run guests of its ``domainType`` (domain_type.py). ``details`` holds every fact
+gathered before the first failure. Reasons: the shared ones, plus ``CredentialsUnavailable``
+(key or known_hosts unreadable), ``PoolNotFound``, ``PoolNotActive``,
+``DomainTypeUnsupported`` (libvirt's domain capabilities rule the type out) and
+``GuestsFailing`` (guests of ours failed to start or stopped on an emulation failure).
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend, guard
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
+    backend,
+    domain_type,
+    guard,
+    metadata,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
     is_ssh_auth_failure,
 )
@@ -52,10 +60,10 @@ def reason_for(exc: BaseException) -> str:
     return contract.REASON_UNREACHABLE
 
 
-def check_host(dial, host, deadline) -> contract.TargetStatus:
+def check_host(dial, host, deadline, type_name: str = "kvm") -> contract.TargetStatus:
     """``dial(host, deadline)`` returns a fresh guarded connection; it is closed here."""
     target, where = host.name, "%s@%s" % (host.user, host.address)
-    details = {"user": host.user, "pool": host.pool}
+    details = {"user": host.user, "pool": host.pool, "domainType": host.domain_type}
     conn = None
     try:
         conn = dial(host, deadline)
@@ -75,6 +83,27 @@ def check_host(dial, host, deadline) -> contract.TargetStatus:
                 details,
             )
         details["memoryAvailableMiB"] = conn.available_memory() // MIB
+        problem = domain_type.capability_problem(conn, host.domain_type)
+        if problem:
+            return contract.TargetStatus(
+                target,
+                where,
+                False,
+                domain_type.REASON_DOMAIN_TYPE_UNSUPPORTED,
+                "%s; %s" % (problem, domain_type.FIX_HINT),
+                details,
+            )
+        failing = domain_type.failing_guests(conn, metadata.namespace(type_name))
+        if failing:
+            details["failingGuests"] = failing
+            return contract.TargetStatus(
+                target,
+                where,
+                False,
+                domain_type.REASON_GUESTS_FAILING,
+                domain_type.failing_message(failing, host.domain_type),
+                details,
+            )
     except Exception as exc:
         return contract.TargetStatus(target, where, False, reason_for(exc), str(exc), details)
     finally:
@@ -92,12 +121,12 @@ def _version(number: int) -> str:
     return "%d.%d.%d" % (number // 1000000, (number // 1000) % 1000, number % 1000)
 
 
-def check_all(dial, hosts, deadline) -> list:
+def check_all(dial, hosts, deadline, type_name: str = "kvm") -> list:
     """One entry per host, in config order, all hosts checked concurrently."""
     results = [None] * len(hosts)
 
     def one(index, host):
-        results[index] = check_host(dial, host, deadline)
+        results[index] = check_host(dial, host, deadline, type_name)
 
     threads = [threading.Thread(target=one, args=(i, h), daemon=True) for i, h in enumerate(hosts)]
     for thread in threads:

@@ -127,6 +127,15 @@ class LibvirtConnection:
         return int(self._domain(name).state(0)[0])
 
     @_calls
+    def domain_state_reason(self, name: str) -> tuple:
+        state, reason = self._domain(name).state(0)[:2]
+        return int(state), int(reason)
+
+    @_calls
+    def max_vcpus(self, virt_type: str) -> int:
+        return int(self._conn.getMaxVcpus(virt_type))
+
+    @_calls
     def domain_metadata(self, name: str, uri: str) -> str:
         return self._domain(name).metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, uri, 0)
 

@@ -24,6 +24,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     backend,
     check,
     create,
+    domain_type,
     ids,
     inspect,
     libvirt_backend,
@@ -135,7 +136,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                     create.build(self, conn, plan, req, deadline)
                     outcome = "created"
         except Exception as exc:
-            err = self._fail("create", provider_id, exc)
+            err = self._fail("create", provider_id, domain_type.with_hint(exc, plan.host.domain_type))
             log.info(
                 "provider=%s op=create host=%s name=%s failed class=%s: %s",
                 self.name,
@@ -218,7 +219,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             conn = self.hosts.dial(host, dl)
             return GuardedConnection(conn, host.name, self.budgets, dl, lambda _c: None)
 
-        results = check.check_all(dial, list(self.config.hosts), deadline)
+        results = check.check_all(dial, list(self.config.hosts), deadline, self.type_name)
         for status in results:
             log.info(
                 "provider=%s op=check host=%s ready=%s reason=%s",

@@ -1,0 +1,70 @@
+"""The machine's own libvirtd, as a hypervisor or a developer's machine runs it: the default
+configuration, sockets and pid files under /run, domains under /etc/libvirt/qemu.
+
+The ``system_libvirtd`` fixture makes sure one runs (virtlogd too) for a test that proves the
+suite's private hypervisors coexist with it: when the machine already runs its own, that one is
+used and left alone; otherwise the fixture starts both daemons the way ``libvirtd -d`` does on
+a host without systemd, and stops them by the pid in their pid files afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+
+import libvirt
+import pytest
+
+from contract import pids
+from contract.libvirt_host import _connectable_unix, _wait_for
+
+SOCKET = "/run/libvirt/libvirt-sock"
+VIRTLOGD_SOCKET = "/run/libvirt/virtlogd-sock"
+URI = "qemu:///system"
+
+
+class SystemLibvirtd:
+    def __init__(self):
+        self.started = []  # pid files of the daemons started here
+
+    def start(self) -> SystemLibvirtd:
+        for name, socket_path in (("virtlogd", VIRTLOGD_SOCKET), ("libvirtd", SOCKET)):
+            if _connectable_unix(socket_path):
+                continue
+            pid_file = "/run/%s.pid" % name
+            subprocess.run([name, "-d"], check=True, timeout=60, stdin=subprocess.DEVNULL)
+            self.started.append(pid_file)
+            _wait_for(lambda p=socket_path: _connectable_unix(p), 60, "the system " + name)
+        return self
+
+    def stop(self) -> None:
+        for pid_file in reversed(self.started):
+            pids.stop(pids.read_pid(pid_file))
+        self.started = []
+
+    def connect(self):
+        return libvirt.open(URI)
+
+    def alive(self) -> bool:
+        with contextlib.suppress(libvirt.libvirtError):
+            conn = self.connect()
+            try:
+                return conn.getLibVersion() > 0
+            finally:
+                conn.close()
+        return False
+
+
+@pytest.fixture
+def system_libvirtd():
+    daemon = SystemLibvirtd().start()
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+        if daemon.started:
+            end = time.monotonic() + 10
+            while time.monotonic() < end and os.path.exists(SOCKET) and _connectable_unix(SOCKET):
+                time.sleep(0.1)
