@@ -127,10 +127,7 @@ def _probe_disk(work: str, level: str, image: str | None) -> str:
     if level == "guest":
         if not image:
             raise ValueError("the guest level needs the guest image")
-        subprocess.run(
-            ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", image, disk],
-            check=True,
-        )
+        shutil.copyfile(image, disk)  # a copy: libvirt relabels what a guest uses, never the cache
     else:
         raw = os.path.join(work, "boot.img")
         with open(raw, "wb") as handle:
