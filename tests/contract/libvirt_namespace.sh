@@ -26,6 +26,8 @@ for point in /run/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt \
   /etc/libvirt/qemu /etc/libvirt/storage /etc/libvirt/secrets; do
   [ -d "$point" ] || mkdir -p "$point"
 done
+# The inner script expands its own positional parameters, not this shell's.
+# shellcheck disable=SC2016
 exec unshare --mount --propagation private -- sh -c '
   state=$1
   cache=$2

@@ -12,10 +12,12 @@ import uuid
 import libvirt
 import pytest
 
+from contract import system_libvirtd as system_libvirtd_fixtures
 from contract.libvirt_host import TEST_MARK, LibvirtHost
-from contract.system_libvirtd import system_libvirtd  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.libvirt]
+
+system_libvirtd = system_libvirtd_fixtures.system_libvirtd
 
 
 def minimal_domain(name: str, domain_type: str) -> str:
@@ -26,7 +28,7 @@ def minimal_domain(name: str, domain_type: str) -> str:
     )
 
 
-def test_test_hypervisor_coexists_with_the_machines_own_libvirtd(system_libvirtd):  # noqa: F811
+def test_test_hypervisor_coexists_with_the_machines_own_libvirtd(system_libvirtd):
     own = system_libvirtd.connect()
     theirs_name = "egress-system-" + uuid.uuid4().hex[:8]
     own.defineXML(minimal_domain(theirs_name, "qemu"))
@@ -72,7 +74,11 @@ def test_a_failed_start_releases_the_lock(monkeypatch):
 
     held_before = machine_lock.held()
     broken = LibvirtHost()
-    monkeypatch.setattr(broken, "_start_libvirtd", lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+
+    def refuse() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(broken, "_start_libvirtd", refuse)
     with pytest.raises(RuntimeError, match="boom"):
         broken.start()
     assert machine_lock.held() is held_before

@@ -20,6 +20,7 @@ import sys
 import tempfile
 
 import pytest
+from contract import system_libvirtd as system_libvirtd_fixtures
 
 from . import hypervisor_env
 
@@ -27,6 +28,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.path.dirname(sys.executable)
 
 pytestmark = [pytest.mark.playbook]
+
+# The machine's own libvirtd runs beside the scenarios' (started here when the machine has
+# none): the role's daemons, in their private namespace, must not meet it.
+system_libvirtd = system_libvirtd_fixtures.system_libvirtd
 
 
 def molecule(scenario: str, env: dict) -> None:
@@ -64,7 +69,7 @@ def molecule(scenario: str, env: dict) -> None:
     assert "failed=1" not in output and "Executed: Failed" not in output, output[-6000:]
 
 
-def test_libvirt_host_then_proxy_scenarios():
+def test_libvirt_host_then_proxy_scenarios(system_libvirtd):
     # Not under pytest's tmp_path: its parents are 0700, and qemu (another uid) must reach the pool.
     directory = tempfile.mkdtemp(prefix="egress-molecule-", dir="/tmp")
     try:
@@ -74,6 +79,7 @@ def test_libvirt_host_then_proxy_scenarios():
     finally:
         hypervisor_env.down(directory)
     assert not os.path.exists(directory)
+    assert system_libvirtd.alive(), "the scenarios must leave the machine's own libvirtd serving"
 
 
 def test_controller_scenario(kube_cluster, tmp_path):
