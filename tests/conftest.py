@@ -24,3 +24,39 @@ def pytest_terminal_summary(terminalreporter):
     fixtures = sys.modules.get("contract.libvirt_fixtures")
     for line in getattr(fixtures, "ANNOUNCED", []):
         terminalreporter.write_line(line)
+
+
+PROXY_PORT = 3128  # the default port of every proxy the tests start (the local provider's Squids)
+
+
+def _wildcard_listeners(port: int) -> list:
+    """Sockets listening on every address at ``port`` (from /proc/net/tcp and tcp6)."""
+    found = []
+    for table, any_address in (("/proc/net/tcp", "00000000"), ("/proc/net/tcp6", "0" * 32)):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            address, _sep, hex_port = local.partition(":")
+            if state == "0A" and address == any_address and int(hex_port, 16) == port:
+                found.append(table)
+    return found
+
+
+def pytest_sessionstart(session):
+    """Prove what the suite cannot set up itself: a process of the machine's own listening on
+    *:3128 (a packaged Squid service, say) would make every local proxy on 127.x.y.z:3128 fail
+    with "Address already in use", so say so once instead of failing a hundred tests."""
+    taken = _wildcard_listeners(PROXY_PORT)
+    if taken:
+        import pytest
+
+        pytest.exit(
+            "port %d is taken on every address by a process of this machine (%s): the local "
+            "provider's proxies cannot bind 127.x.y.z:%d; stop that service (e.g. a packaged "
+            "squid.service) and run again" % (PROXY_PORT, ", ".join(taken), PROXY_PORT),
+            returncode=4,
+        )
