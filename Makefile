@@ -17,43 +17,36 @@ bootstrap:
 	@hack/bootstrap.sh demo
 
 bootstrap-test:
-	@hack/bootstrap.sh test
+	@hack/timed.sh bootstrap hack/bootstrap.sh test
 
 test: bootstrap-test lint sanity cluster-binaries guest-image pytest molecule
 
 lint:
-	@echo "==> ruff"
-	ruff check .
-	ruff format --check .
-	@echo "==> ansible-lint"
-	ansible-lint
+	@hack/timed.sh ruff bash -c 'ruff check . && ruff format --check .'
+	@hack/timed.sh ansible-lint ansible-lint
 
 sanity:
-	@hack/sanity.sh
+	@hack/timed.sh sanity hack/sanity.sh
 
 # The Kubernetes test control plane, built once per machine and version set (tests/cluster/build.sh;
 # cold: tens of minutes with progress lines, warm: instant). The pytest fixture would build it
 # too, but here its progress is not interleaved with test output.
 cluster-binaries:
-	@echo "==> Kubernetes test control plane binaries"
-	@tests/cluster/build.sh
+	@hack/timed.sh "Kubernetes test control plane binaries" tests/cluster/build.sh
 
 # The libvirt real-guest tests' bootable image, built from Debian's packages once per machine
 # (tests/guest/build_image.py; cold: under a minute, warm: a few seconds to check the versions).
 guest-image:
-	@echo "==> real-guest test image"
-	@python tests/guest/build_image.py
+	@hack/timed.sh "real-guest test image" python tests/guest/build_image.py
 
 # The molecule scenarios run in a pytest session of their own, after the main one, so their step
 # and its duration stand apart in CI's output. Nothing requires it: one session holding both
 # works too (the machine-wide libvirt test lock is taken once per process and shared).
 pytest:
-	@echo "==> pytest"
-	python -m pytest $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py
+	@hack/timed.sh pytest python -m pytest $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py
 
 molecule:
-	@echo "==> molecule scenarios (pytest tests/roles/test_molecule.py)"
-	python -m pytest tests/roles/test_molecule.py
+	@hack/timed.sh "molecule scenarios (pytest tests/roles/test_molecule.py)" python -m pytest tests/roles/test_molecule.py
 
 clean:
 	rm -rf $(VENV) tests/output .pytest_cache .ruff_cache
