@@ -292,6 +292,45 @@ def test_cloud_init_from_a_secret_never_leaks(e2e):
     assert oct(os.stat(runner).st_mode & 0o777) == "0o700"
 
 
+def _secret_with_sentinel(e2e, name: str) -> str:
+    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
+    k8s.CoreV1Api(e2e.admin).create_namespaced_secret(
+        e2e.namespace,
+        {
+            "metadata": {"name": name},
+            "data": {"user-data": base64.b64encode(("#cloud-config\n# %s\n" % sentinel).encode()).decode()},
+        },
+    )
+    return sentinel
+
+
+def _grep(sentinel: str, directory: str) -> str:
+    """Files under ``directory`` (home, TMPDIR and work dir of the controller) holding it."""
+    found = subprocess.run(["grep", "-rl", sentinel, directory], capture_output=True, text=True, check=False)
+    return found.stdout
+
+
+def test_cloud_init_never_reaches_disk_even_after_sigkill(e2e):
+    """SIGKILL right after the create, before any cleanup could run: nothing of the Secret's
+    content is in the controller's home (~/.ansible), its TMPDIR or its work dir."""
+    sentinel = _secret_with_sentinel(e2e, "ci-kill")
+    e2e.controller.stop()
+    e2e.controller.start(fault="after-create")
+    e2e.controller.wait_ready()
+    e2e.create(
+        "seck", {"provider": "local", "cloudInit": {"secretRef": {"name": "ci-kill", "key": "user-data"}}}
+    )
+    kube_testlib.wait_for(
+        "controller killed by the fault", lambda: e2e.controller.proc.poll() is not None, 60
+    )
+    assert e2e.controller.proc.returncode == 137
+    assert _grep(sentinel, e2e.controller.workdir) == ""
+    e2e.controller.start()
+    e2e.controller.wait_ready()
+    e2e.wait_ready("seck")
+    assert _grep(sentinel, e2e.controller.workdir) == ""
+
+
 def test_crash_after_create_before_status_converges_to_one_instance(e2e):
     e2e.controller.stop()
     e2e.controller.start(fault="after-create")
@@ -387,7 +426,9 @@ def test_gc_collects_an_old_orphan_and_keeps_live_young_and_foreign(e2e):
     _backdate(e2e, live["status"]["providerID"].split("/")[1])  # old, but its Proxy lives
     try:
         e2e.controller.stop()
-        e2e.controller.start(extra_args=["--gc-interval", "2", "--gc-min-age", "300"])
+        e2e.controller.start(
+            extra_args=["--gc-interval", "2", "--gc-min-age", "300", "--gc-own-installation"]
+        )
         e2e.controller.wait_ready()
         kube_testlib.wait_for(
             "the old orphan collected", lambda: "proxy-oldorphan" not in e2e.instances(), 90
