@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
 
 import pytest
 import yaml
@@ -23,61 +21,16 @@ from egress_proxies_controller import process_tree
 from egress_proxies_controller.executor import Executor
 from egress_proxies_controller.reconciler import CREATE, DELETE, GET, PHASE_CREATE, PHASE_FINAL, Action
 
+from .blackhole import Blackhole, blackhole_kubeconfig
+
 pytestmark = [pytest.mark.squid]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-class Blackhole:
-    """Accepts TCP connections on loopback and never answers; records when each one closes."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = threading.Event()
-        self.closed = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.set()
-            threading.Thread(target=self._hold, args=(conn,), daemon=True).start()
-
-    def _hold(self, conn):
-        while conn.recv(65536):
-            pass
-        self.closed.set()  # the peer (the module process) is gone
 
 
 @pytest.fixture
 def setup(tmp_path):
     hole = Blackhole()
-    kubeconfig = tmp_path / "hole.kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "hole",
-                        "cluster": {
-                            "server": "https://127.0.0.1:%d" % hole.port,
-                            "insecure-skip-tls-verify": True,
-                        },
-                    }
-                ],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "hole", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig = blackhole_kubeconfig(hole, tmp_path)
     providers = {
         "installation": "exec-test",
         "providers": [
@@ -89,7 +42,7 @@ def setup(tmp_path):
             {
                 "name": "hole",
                 "type": "kubernetes",
-                "kubernetes": {"kubeconfig": str(kubeconfig), "requestTimeoutSeconds": 600},
+                "kubernetes": {"kubeconfig": kubeconfig, "requestTimeoutSeconds": 600},
             },
         ],
     }
@@ -105,7 +58,7 @@ def setup(tmp_path):
         run_log=str(tmp_path / "runs.jsonl"),
     )
     yield executor, hole, tmp_path
-    hole.sock.close()
+    hole.close()
 
 
 def fields(_key):
