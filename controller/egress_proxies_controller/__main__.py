@@ -64,7 +64,12 @@ def parser() -> argparse.ArgumentParser:
         default=os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
         help="where the crawl.egress_proxies collection is installed (ansible's default when unset)",
     )
-    g.add_argument("--runs-in-flight", type=int, default=3, help="ansible-runner runs at once")
+    g.add_argument(
+        "--runs-in-flight",
+        type=int,
+        default=3,
+        help="ansible-runner runs at once per provider (and batches planned at once)",
+    )
     g.add_argument("--batch-max", type=int, default=500, help="most Proxies in one run")
     g.add_argument("--tick", type=float, default=1.0, help="seconds between looks at the queue")
     g.add_argument(
@@ -203,6 +208,12 @@ def main(argv=None) -> int:
     def ready():
         config = state["config"]
         details = ["providers file: %s" % config.error] if config is not None and config.error else []
+        manager = state.get("manager")
+        if manager is not None and manager.missing:
+            details += [
+                "providers file: no provider %r (it made the instances of %d Proxies)" % item
+                for item in sorted(manager.missing.items())
+            ]
         if config is not None and config.in_use is None and state["leader"] and informer.synced.is_set():
             return False, details  # no good providers file yet: nothing is reconciled
         return (not state["leader"]) or informer.synced.is_set(), details
@@ -282,6 +293,22 @@ def main(argv=None) -> int:
             message = "providers file %s is valid again and in use" % args.providers_file
             kube.event(lease, "Normal", "ProvidersFileValid", message, COMPONENT, "Lease", LEASE_API)
 
+    def report_missing(missing: dict) -> None:
+        """Once per change: one Event on the Lease naming the providers gone from the file."""
+        if not (args.leader_elect and missing):
+            return
+        lease = {"metadata": {"name": args.leader_election_id, "namespace": args.leader_election_namespace}}
+        message = (
+            "providers file %s has no provider %s, which made the instances of %s; those Proxies "
+            "are left as they are until it is back"
+            % (
+                args.providers_file,
+                ", ".join(repr(p) for p in sorted(missing)),
+                ", ".join("%d Proxies" % missing[p] for p in sorted(missing)),
+            )
+        )
+        kube.event(lease, "Warning", "ProvidersMissing", message, COMPONENT, "Lease", LEASE_API)
+
     config = ProvidersConfig(
         os.path.abspath(args.providers_file),
         os.path.join(args.work_dir, "config"),
@@ -302,6 +329,7 @@ def main(argv=None) -> int:
         metrics=metrics,
         may_act=may_act,
         drain_timeout=args.drain_timeout,
+        report_missing=report_missing,
     )
     state["manager"] = manager
     threading.Thread(target=informer.run, name="informer", daemon=True).start()

@@ -46,6 +46,7 @@ class Manager:
         metrics=None,
         may_act=lambda: True,
         drain_timeout: float = 60.0,
+        report_missing=None,
     ):
         self.kube, self.informer, self.queue, self.executor = kube, informer, queue, executor
         self.settings = settings
@@ -59,6 +60,8 @@ class Manager:
         self._held_lock = threading.Lock()
         self.may_act = may_act
         self.drain_timeout = drain_timeout
+        self.report_missing = report_missing or (lambda missing: None)
+        self.missing: dict = {}  # provider -> Proxies with an instance there, not in the file
         self._provider_slots = {}  # provider -> Semaphore(runs_in_flight)
         self._runs = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="run")
         self._in_flight = set()  # futures of runs not yet applied
@@ -72,8 +75,24 @@ class Manager:
             return
         self.executor.providers_file = self.config.in_use
         self.reconciler = Reconciler(self.settings, self.config.names)
+        missing = {}
         for key in self.informer.cache_keys():  # a provider may have appeared: release latched Proxies
             self.queue.add(key)
+            proxy = Proxy.from_object(self.informer.get(key) or {})
+            if proxy.status.get("providerID") and proxy.made_by not in self.config.names:
+                missing[proxy.made_by] = missing.get(proxy.made_by, 0) + 1
+        if missing != self.missing:
+            # Their Proxies are left alone (no call, no write): say it once, here.
+            self.missing = missing
+            for provider, count in sorted(missing.items()):
+                log.error(
+                    "providers file %s has no provider %r, which made the instances of %d Proxies: "
+                    "they are left as they are until it is back",
+                    self.config.path,
+                    provider,
+                    count,
+                )
+            self.report_missing(missing)
 
     # -- loop --------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Two local Proxies become Ready; then the file is broken in each of the ways peop
 (invalid YAML, an unknown key, a removed provider, a non-UTF-8 byte), each for longer than a
 Running poll, and fixed again. Watching the Proxies all along: none ever gets PermanentError or
 loses Ready, each keeps its providerID, none gets a Warning Event; the controller reports each
-problem once, on its Lease, naming the file.
+problem once, on its Lease and on /readyz, naming the file (a removed provider that made
+instances as ProvidersMissing).
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
     breakages = [
         ("invalid YAML", b"providers: [\n  - name: local\n", "not valid YAML"),
         ("unknown key", yaml.safe_dump(unknown_key).encode(), "colour"),
-        ("removed provider", yaml.safe_dump(without_local).encode(), None),
+        ("removed provider", yaml.safe_dump(without_local).encode(), "no provider 'local'"),
         ("non-UTF-8 byte", good.replace(b"installation", b"installation\xff", 1), "not UTF-8"),
     ]
     watcher = Watcher(e2e, names)
@@ -102,7 +103,8 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
                 kube_testlib.wait_for(
                     "%s reported as an Event" % what,
                     lambda p=problem: any(
-                        r == "ProvidersFileInvalid" and p in m for r, m in _lease_events(e2e)
+                        r in ("ProvidersFileInvalid", "ProvidersMissing") and p in m
+                        for r, m in _lease_events(e2e)
                     ),
                     timeout=30,
                 )
@@ -124,4 +126,5 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
         assert e2e.wait_ready(name)["status"]["providerID"] == ids[name]
     reports = [m for r, m in _lease_events(e2e) if r == "ProvidersFileInvalid"]
     assert len(reports) == 3 and all(e2e.controller.providers_file in m for m in reports)
+    assert [r for r, _m in _lease_events(e2e)].count("ProvidersMissing") == 1
     assert "egress_proxies_providers_file_error 0.0" in e2e.controller.metrics()

@@ -143,7 +143,9 @@ def test_a_conflict_on_the_plans_write_replans_instead_of_acting(providers_file)
     stale = kube.put(latched)
     kube.put(dict(latched, metadata=dict(latched["metadata"], annotations={"note": "edited"})))
     executor = FakeExecutor(running)
-    m = manager(kube, executor, providers_file, StaleInformer(kube, {KEY: stale}))
+    informer = StaleInformer(kube, {})
+    m = manager(kube, executor, providers_file, informer)
+    informer.stale[KEY] = stale  # what the next reconcile reads
     tick(m)
     assert executor.calls == []  # nothing done from a plan whose write met a newer object
     assert tick(m) == [KEY]  # planned again at once, from the current object
@@ -187,3 +189,20 @@ def test_non_utf8_user_data_is_a_readable_per_item_error():
     kube.core, kube.timeout = SecretsApi(gzip.compress(b"#cloud-config\n")), 1
     with pytest.raises(LookupError, match="not UTF-8"):
         kube.secret_value("ns", "ci", "user-data")
+
+
+def test_a_provider_removed_under_proxies_with_instances_is_reported_once(providers_file):
+    kube = FakeKube()
+    made = proxy_object()
+    made["status"] = {"providerID": "local/proxy-x", "provider": "local", "specHash": "h", "state": "Running"}
+    kube.put(made)
+    kube.put(proxy_object(name="fresh", uid="uid-2"))  # no instance: nothing to report for it
+    reports = []
+    m = manager(kube, FakeExecutor(running), providers_file)
+    m.report_missing = reports.append
+    with open(providers_file, "w") as handle:
+        handle.write("providers:\n  - {name: other, type: local}\n")
+    m.reload_config()
+    m.reload_config()  # unchanged: not reported again
+    assert reports == [{"local": 1}]
+    assert kube.status_writes == [] and kube.events == []  # no Proxy is written or told
