@@ -206,3 +206,24 @@ def test_a_provider_removed_under_proxies_with_instances_is_reported_once(provid
     m.reload_config()  # unchanged: not reported again
     assert reports == [{"local": 1}]
     assert kube.status_writes == [] and kube.events == []  # no Proxy is written or told
+
+
+class FailingExecutor:
+    def execute(self, actions, create_fields):
+        raise RuntimeError("the runner blew up")
+
+
+def test_a_failed_run_backs_off_only_the_keys_it_held(providers_file):
+    """p1 is finished at plan time (latched: no call); p2's run fails as a whole. Only p2 backs
+    off: p1 may already be in another batch, and its backoff must not grow for someone else's
+    failure."""
+    kube = FakeKube()
+    latched = proxy_object(provider="nowhere")  # ProviderNotConfigured: planned, no call
+    kube.put(latched)
+    kube.put(proxy_object(name="p2", uid="uid-2"))
+    m = manager(kube, FailingExecutor(), providers_file)
+    m._slots.acquire()  # as the loop does before handing a batch over
+    m._batch(m.queue.pop_due(100, 0))
+    assert m.drain(30)
+    assert m.queue.failures("ns/p2") == 1
+    assert m.queue.failures(KEY) == 0
