@@ -67,3 +67,17 @@ def blackhole_kubeconfig(hole: Blackhole, directory) -> str:
     with open(path, "w") as handle:
         json.dump(doc, handle)
     return path
+
+
+def restart_with_hole(e2e, directory, extra_args=()) -> Blackhole:
+    """Restart ``e2e``'s controller with one more provider, ``hole``: a kubernetes provider whose
+    API server is a Blackhole (calls to it hang for up to 600 s)."""
+    hole = Blackhole()
+    providers = json.loads(json.dumps(e2e.providers))
+    kubernetes = {"kubeconfig": blackhole_kubeconfig(hole, directory), "requestTimeoutSeconds": 600}
+    providers["providers"].append({"name": "hole", "type": "kubernetes", "kubernetes": kubernetes})
+    e2e.controller.stop()
+    e2e.controller.write_providers(providers)
+    e2e.controller.start(extra_args=["--call-timeout", "600", *extra_args])
+    e2e.controller.wait_ready()
+    return hole

@@ -314,21 +314,9 @@ def test_cloud_init_never_reaches_disk_even_after_sigkill(e2e, tmp_path):
     """SIGKILL while a create holding a Secret's content is running (its provider's API server
     accepts and never answers): nothing of the content is in the controller's home
     (~/.ansible), its TMPDIR or its work dir, not even the run's own files."""
-    from .blackhole import Blackhole, blackhole_kubeconfig
+    from .blackhole import restart_with_hole
 
-    hole = Blackhole()
-    providers = json.loads(json.dumps(e2e.providers))
-    providers["providers"].append(
-        {
-            "name": "hole",
-            "type": "kubernetes",
-            "kubernetes": {"kubeconfig": blackhole_kubeconfig(hole, tmp_path), "requestTimeoutSeconds": 600},
-        }
-    )
-    e2e.controller.stop()
-    e2e.controller.write_providers(providers)
-    e2e.controller.start(extra_args=["--call-timeout", "600"])
-    e2e.controller.wait_ready()
+    hole = restart_with_hole(e2e, tmp_path)
     sentinel = _secret_with_sentinel(e2e, "ci-kill")
     try:
         e2e.create(

@@ -8,13 +8,11 @@ runs time out again and again; the stuck Proxy alone is Retrying.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from cluster import kube_testlib
 
 from . import e2e_lib, test_e2e
-from .blackhole import Blackhole, blackhole_kubeconfig
+from .blackhole import restart_with_hole
 from .e2e_lib import GROUP, PLURAL, VERSION, condition
 from .test_e2e_config import Watcher
 
@@ -24,20 +22,8 @@ e2e = test_e2e.e2e
 
 
 def test_a_hanging_provider_never_holds_back_a_healthy_one(e2e, tmp_path):
-    hole = Blackhole()
-    providers = json.loads(json.dumps(e2e.providers))
-    providers["providers"].append(
-        {
-            "name": "hole",
-            "type": "kubernetes",
-            "kubernetes": {"kubeconfig": blackhole_kubeconfig(hole, tmp_path), "requestTimeoutSeconds": 600},
-        }
-    )
-    e2e.controller.stop()
-    e2e.controller.write_providers(providers)
     # One run slot (per provider, here): the stuck provider must not take the healthy one's.
-    e2e.controller.start(extra_args=["--run-timeout", "8", "--call-timeout", "600", "--runs-in-flight", "1"])
-    e2e.controller.wait_ready()
+    hole = restart_with_hole(e2e, tmp_path, ["--run-timeout", "8", "--runs-in-flight", "1"])
     watcher = None
     try:
         names = ("ok-a", "ok-b")
