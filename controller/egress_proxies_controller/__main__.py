@@ -41,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m egress_proxies_controller",
         description="Reconciles Proxy resources (crawl.example.com/v1alpha1) through the "
-        "crawl.egress_proxies modules, run by ansible-runner in one batched run per tick.",
+        "crawl.egress_proxies modules, run by ansible-runner in one batched run per provider per tick.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     g = p.add_argument_group("cluster")
