@@ -21,6 +21,7 @@ from .reconciler import Settings
 from .workqueue import WorkQueue
 
 ENV_PROVIDERS_FILE = "EGRESS_PROXIES_PROVIDERS_FILE"
+LEASE_API = "coordination.k8s.io/v1"
 
 
 class JsonFormatter(logging.Formatter):
@@ -40,7 +41,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m egress_proxies_controller",
         description="Reconciles Proxy resources (crawl.example.com/v1alpha1) through the "
-        "crawl.egress_proxies modules, run by ansible-runner in one batched run per tick.",
+        "crawl.egress_proxies modules, run by ansible-runner in one batched run per provider per tick.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     g = p.add_argument_group("cluster")
@@ -63,7 +64,12 @@ def parser() -> argparse.ArgumentParser:
         default=os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
         help="where the crawl.egress_proxies collection is installed (ansible's default when unset)",
     )
-    g.add_argument("--runs-in-flight", type=int, default=3, help="ansible-runner runs at once")
+    g.add_argument(
+        "--runs-in-flight",
+        type=int,
+        default=3,
+        help="ansible-runner runs at once per provider (and batches planned at once)",
+    )
     g.add_argument("--batch-max", type=int, default=500, help="most Proxies in one run")
     g.add_argument("--tick", type=float, default=1.0, help="seconds between looks at the queue")
     g.add_argument(
@@ -99,6 +105,12 @@ def parser() -> argparse.ArgumentParser:
         "--gc-min-age", type=float, default=600.0, help="seconds before an orphan may be collected"
     )
     g.add_argument("--gc-dry-run", action="store_true", help="only log what would be deleted")
+    g.add_argument(
+        "--gc-own-installation",
+        action="store_true",
+        help="with --namespace: the providers file's installation belongs to this namespace alone, "
+        "so GC may sweep it (without this flag a namespace-scoped controller never collects)",
+    )
     g = p.add_argument_group("provider health monitor (leader only)")
     g.add_argument(
         "--health-check-interval",
@@ -127,6 +139,30 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--leader-election-id", default="egress-proxies-controller", help="name of the Lease")
     g.add_argument(
+        "--lease-duration", type=float, default=15.0, help="seconds a standby waits on an unrenewed Lease"
+    )
+    g.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds without a renewal before the leader stops (runs killed); below --lease-duration",
+    )
+    g.add_argument("--retry-period", type=float, default=2.0, help="seconds between Lease attempts")
+    g.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=60.0,
+        help="on SIGTERM, seconds runs in flight may finish before they are cancelled (keep it "
+        "below the Pod's terminationGracePeriodSeconds)",
+    )
+    g.add_argument(
+        "--liveness-timeout",
+        type=float,
+        default=300.0,
+        help="/healthz fails when the reconcile loop has not gone round for this long",
+    )
+    g.add_argument("--run-log", default="", help="append each run's start and end (JSON lines) here")
+    g.add_argument(
         "--cache-sync-timeout", type=float, default=120.0, help="seconds to wait for the first list"
     )
     g.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -152,9 +188,10 @@ def main(argv=None) -> int:
     from .executor import Executor
     from .informer import Informer
     from .leader import LeaderElector
-    from .manager import Manager
+    from .manager import COMPONENT, Manager
     from .orphan_gc import OrphanGC
     from .provider_health import ProviderHealthMonitor
+    from .providers_config import ProvidersConfig
     from .proxy_health import ProxyHealthEngine
 
     stop = threading.Event()
@@ -166,34 +203,56 @@ def main(argv=None) -> int:
     kube = kube_mod.Kube(api_client)
     queue = WorkQueue(args.backoff_base, args.backoff_max)
     informer = Informer(kube, args.namespace, queue.add)
-    state = {"leader": not args.leader_elect}
+    state = {"leader": not args.leader_elect, "config": None}
 
-    def ready() -> bool:
-        return (not state["leader"]) or informer.synced.is_set()
+    def ready():
+        config = state["config"]
+        details = ["providers file: %s" % config.error] if config is not None and config.error else []
+        manager = state.get("manager")
+        if manager is not None and manager.missing:
+            details += [
+                "providers file: no provider %r (it made the instances of %d Proxies)" % item
+                for item in sorted(manager.missing.items())
+            ]
+        if config is not None and config.in_use is None and state["leader"] and informer.synced.is_set():
+            return False, details  # no good providers file yet: nothing is reconciled
+        return (not state["leader"]) or informer.synced.is_set(), details
 
-    servers = [metrics_mod.serve(args.health_addr, None, ready, lambda: True)]
+    def healthy() -> bool:
+        manager = state.get("manager")  # standing by for the Lease: nothing to be stuck
+        return manager is None or manager.healthy(args.liveness_timeout)
+
+    servers = [metrics_mod.serve(args.health_addr, None, ready, healthy)]
     if args.metrics_addr not in ("", "0"):
-        servers.append(metrics_mod.serve(args.metrics_addr, metrics, ready, lambda: True))
+        servers.append(metrics_mod.serve(args.metrics_addr, metrics, ready, healthy))
 
+    identity = "%s_%s" % (socket.gethostname(), os.getpid())
+    os.makedirs(args.work_dir, mode=0o700, exist_ok=True)
     elector = None
     if args.leader_elect:
-        identity = "%s_%s" % (socket.gethostname(), os.getpid())
         elector = LeaderElector(
-            kube.coordination, args.leader_election_namespace, args.leader_election_id, identity
+            kube.coordination,
+            args.leader_election_namespace,
+            args.leader_election_id,
+            identity,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+            heartbeat=os.path.join(args.work_dir, "heartbeat"),
         )
         log.info("waiting for the lease %s/%s", args.leader_election_namespace, args.leader_election_id)
         if not elector.acquire(stop):
             return 0
         state["leader"] = True
         metrics.is_leader.set(1)
-        elector.keep(stop, lambda: (log.error("leadership lost: exiting"), os._exit(1)))
+    may_act = elector.leading if elector is not None else (lambda: True)
 
     settings = Settings(
         args.provisioning_poll, args.deletion_poll, args.requeue_now, args.quota_retry, args.running_poll
     )
     executor = Executor(
         args.work_dir,
-        os.path.abspath(args.providers_file),
+        None,  # set to the private copy of the last good providers file once there is one
         run_timeout=args.run_timeout,
         call_timeout=args.call_timeout,
         concurrency=args.module_concurrency,
@@ -201,19 +260,78 @@ def main(argv=None) -> int:
         keep_artifacts=args.keep_artifacts,
         collections_path=args.collections_path,
         metrics=metrics,
+        may_run=may_act,
+        identity=identity,
+        run_log=args.run_log,
+        heartbeat=elector.heartbeat if elector is not None else "",
+        renew_deadline=args.renew_deadline,
     )
+    renew_stop = threading.Event()  # set only once all work has drained
+    if elector is not None:
+
+        def lost() -> None:
+            log.error("leadership lost: cancelling every run, then exiting")
+            executor.abort_all()
+            os._exit(1)
+
+        elector.keep(renew_stop, lost)
+
+    def report_config(problem: str) -> None:
+        """Once per new providers-file problem (and once when fixed): metric and one Event."""
+        metrics.config_error.set(1 if problem else 0)
+        if not args.leader_elect:
+            return  # the Event goes on the controller's Lease; log line, metric and /readyz say it
+        lease = {"metadata": {"name": args.leader_election_id, "namespace": args.leader_election_namespace}}
+        if problem:
+            kept = state["config"] is not None and state["config"].in_use
+            message = "%s; %s" % (
+                problem,
+                "the last good version stays in use" if kept else "no provider calls until it is fixed",
+            )
+            kube.event(lease, "Warning", "ProvidersFileInvalid", message, COMPONENT, "Lease", LEASE_API)
+        else:
+            message = "providers file %s is valid again and in use" % args.providers_file
+            kube.event(lease, "Normal", "ProvidersFileValid", message, COMPONENT, "Lease", LEASE_API)
+
+    def report_missing(missing: dict) -> None:
+        """Once per change: one Event on the Lease naming the providers gone from the file."""
+        if not (args.leader_elect and missing):
+            return
+        lease = {"metadata": {"name": args.leader_election_id, "namespace": args.leader_election_namespace}}
+        message = (
+            "providers file %s has no provider %s, which made the instances of %s; those Proxies "
+            "are left as they are until it is back"
+            % (
+                args.providers_file,
+                ", ".join(repr(p) for p in sorted(missing)),
+                ", ".join("%d Proxies" % missing[p] for p in sorted(missing)),
+            )
+        )
+        kube.event(lease, "Warning", "ProvidersMissing", message, COMPONENT, "Lease", LEASE_API)
+
+    config = ProvidersConfig(
+        os.path.abspath(args.providers_file),
+        os.path.join(args.work_dir, "config"),
+        executor.validate,
+        report_config,
+    )
+    state["config"] = config
     manager = Manager(
         kube,
         informer,
         queue,
         executor,
         settings,
-        args.providers_file,
+        config,
         runs_in_flight=args.runs_in_flight,
         batch_max=args.batch_max,
         tick=args.tick,
         metrics=metrics,
+        may_act=may_act,
+        drain_timeout=args.drain_timeout,
+        report_missing=report_missing,
     )
+    state["manager"] = manager
     threading.Thread(target=informer.run, name="informer", daemon=True).start()
     if not informer.synced.wait(args.cache_sync_timeout):
         log.error("informer did not sync within %.0fs", args.cache_sync_timeout)
@@ -230,6 +348,8 @@ def main(argv=None) -> int:
             jitter=args.gc_jitter,
             min_age=args.gc_min_age,
             dry_run=args.gc_dry_run,
+            namespace=args.namespace,
+            own_installation=args.gc_own_installation,
         ).start(),
         ProviderHealthMonitor(
             executor,
@@ -250,17 +370,19 @@ def main(argv=None) -> int:
         ).start(),
     ]
     stop.wait()
-    log.info("shutting down: finishing in-flight runs")
+    log.info("shutting down: finishing in-flight runs (at most --drain-timeout), renewing the lease")
     for loop in loops:
         loop.stop_event.set()
     manager.stop.set()
     queue.shutdown()
     informer.stop()
-    worker.join()
+    worker.join()  # in-flight runs drained (or cancelled after --drain-timeout); the lease was renewed
     for loop in loops:
         loop.stop()
+    renew_stop.set()
     if elector is not None:
         elector.release()
+    executor.close()
     for server in servers:
         server.shutdown()
     log.info("stopped")

@@ -16,5 +16,7 @@ COND_READY = "Ready"
 COND_QUOTA = "QuotaExceeded"
 COND_PERMANENT = "PermanentError"
 COND_HEALTHY = "Healthy"
+COND_PROVIDER_REACHABLE = "ProviderReachable"
 
 REASON_PROVIDER_NOT_CONFIGURED = "ProviderNotConfigured"
+REASON_OLD_PROVIDER_NOT_CONFIGURED = "OldProviderNotConfigured"

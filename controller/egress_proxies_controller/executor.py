@@ -1,14 +1,21 @@
-"""The executor: runs a tick's provider calls as ONE ansible-runner run of the modules.
+"""The executor: runs one provider's calls of a tick as ONE ansible-runner run of the modules.
 
 Creates and deletes go into one ``proxy_instance`` task in its batch form; gets go into one
-``proxy_info`` task per provider (by ids, or, for providers with many gets this tick, one
-``list_by_tag`` whose misses are re-read by id). Results are read from the runner's events
-(the task's ``res``), never from its stdout. A run that fails as a whole, times out or is
-cancelled turns into a Transient answer for each of its items.
+``proxy_info`` task (by ids, or, with many gets this tick, one ``list_by_tag`` whose misses are
+re-read by id). The manager gives each provider its own runs (and slots), so a stuck backend
+holds only its own Proxies. Results are read from the runner's events (the task's ``res``),
+never from its stdout: a run that fails, times out or is cancelled still answers every item
+whose task had finished, and only the others become Transient.
 
-Secrets: cloud-init content is written only into a 0600 items file inside the 0700 private data
-dir, deleted as soon as the run ends; the module's ``cloud_init`` option is ``no_log``, so the
-runner's events carry it masked. Artifacts are rotated (``--runner-keep-artifacts``).
+A run stops for real: every process it started (found by a mark in its environment, whatever
+session ansible's workers moved to) is killed before any of its items is answered, so a retry
+is never the second actor on a backend. No run starts once ``may_run()`` says this replica may
+no longer lead, and ``abort_all`` cancels the runs in flight and kills their processes.
+
+Secrets never reach disk: the payload (cloud-init included) is handed to the playbook in an
+anonymous in-memory file (memfd), the modules run with pipelining (their arguments go on stdin,
+never into an AnsiballZ file), the module's ``cloud_init`` option is ``no_log`` so the runner's
+events carry it masked, and the private run directories are removed at start and at exit.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 
+from . import process_tree
 from .reconciler import CREATE, DELETE, GET, NOT_FOUND, TRANSIENT, Action, Answer
 
 log = logging.getLogger("egress_proxies_controller.executor")
@@ -94,11 +104,18 @@ class RunFailed(Exception):
     """The runner run as a whole did not produce results."""
 
 
+class RunResult(dict):
+    """Each finished task's ``res`` by task name; ``failure`` says why the run did not finish
+    (its other tasks have no result), empty when it did."""
+
+    failure = ""
+
+
 class Executor:
     def __init__(
         self,
         work_dir: str,
-        providers_file: str,
+        providers_file: str | None,
         *,
         run_timeout: float = 300.0,
         call_timeout: float = 120.0,
@@ -107,6 +124,11 @@ class Executor:
         keep_artifacts: int = 5,
         collections_path: str | None = None,
         metrics=None,
+        may_run=lambda: True,
+        identity: str = "",
+        run_log: str = "",
+        heartbeat: str = "",
+        renew_deadline: float = 10.0,
     ):
         self.work_dir = work_dir
         self.providers_file = providers_file
@@ -117,11 +139,17 @@ class Executor:
         self.keep_artifacts = keep_artifacts
         self.collections_path = collections_path
         self.metrics = metrics
+        self.may_run = may_run  # False once this replica may no longer lead: no run starts
+        self.identity, self.run_log = identity, run_log
+        self.heartbeat, self.renew_deadline = heartbeat, renew_deadline  # see run_watchdog
+        self.cancel = threading.Event()  # set: every run in flight is cancelled
         self.runs = 0
         self._lock = threading.Lock()
         self._active = set()  # run dirs in use: never rotated away
+        self._running = {}  # run id -> run dir, while its processes may live
         os.makedirs(work_dir, mode=0o700, exist_ok=True)
         os.chmod(work_dir, 0o700)
+        self.close()  # what an earlier process left (after a SIGKILL) is never read again
 
     # -- public ------------------------------------------------------------------------
 
@@ -140,6 +168,10 @@ class Executor:
                 }
                 if action.provider_id:
                     item["id"] = action.provider_id
+                elif action.op == DELETE:
+                    # No id (a create may have run before a crash): the module finds the instance
+                    # by name; the namespace is where a kubernetes-provider create put it.
+                    item["namespace"] = key.split("/", 1)[0]
                 if action.op == CREATE:
                     try:
                         item.update(cloud_init(key))
@@ -160,8 +192,24 @@ class Executor:
             for key in instance_keys + [k for entries in gets.values() for k, _pid in entries]:
                 answers[key] = Answer(ok=False, error_class=TRANSIENT, message=str(exc))
             return answers
-        self._read_instances(events.get("instances"), instance_keys, answers)
-        self._read_gets(events.get("gets"), by_id, answers)
+        # A run that failed or timed out still answers every item whose task had finished.
+        failure = getattr(events, "failure", "")
+
+        def unanswered(keys):
+            for key in keys:
+                answers[key] = Answer(ok=False, error_class=TRANSIENT, message=failure)
+
+        if failure and "instances" not in events:
+            unanswered(instance_keys)
+        else:
+            self._read_instances(events.get("instances"), instance_keys, answers)
+        if failure and "gets" not in events:
+            unanswered(k for entries in by_id.values() for k, _pid in entries)
+        else:
+            self._read_gets(events.get("gets"), by_id, answers)
+        if failure and "lists" not in events:
+            unanswered(k for p in lists for k, _pid in gets[p])
+            return answers
         misses = self._read_lists(events.get("lists"), {p: gets[p] for p in lists}, answers)
         if misses:  # not in a (possibly partial) list: only a get can say NotFound
             try:
@@ -192,6 +240,25 @@ class Executor:
         )
         return self.run_playbook("batch.yml", PLAYBOOK, payload, label)
 
+    def validate(self, providers_file: str, names: list) -> list:
+        """The problems the modules find in ``providers_file`` (none: they accept it). One
+        ``proxy_info`` with no ids parses the whole file and builds a provider, calling no
+        backend. Raises ``RunFailed`` when the check itself could not run."""
+        payload = {
+            "instances": [],
+            "gets": [{"provider": names[0], "ids": []}] if names else [],
+            "lists": [],
+            "concurrency": 1,
+            "call_timeout": self.call_timeout,
+        }
+        results = self.run_playbook(
+            "validate.yml", PLAYBOOK, payload, "validate", providers_file=providers_file, timeout=120
+        )
+        problems = []
+        for item in (results.get("gets") or {}).get("results") or []:
+            problems.extend(item.get("problems") or [])
+        return problems
+
     def gc(self, live_uids: list, min_age_seconds: float, dry_run: bool) -> dict:
         """One ``proxy_gc`` sweep over every provider; returns the module's result."""
         payload = {
@@ -210,12 +277,22 @@ class Executor:
         return results.get("check") or {}
 
     def run_playbook(
-        self, name: str, text: str, payload: dict, label: str, timeout: float | None = None
+        self,
+        name: str,
+        text: str,
+        payload: dict,
+        label: str,
+        timeout: float | None = None,
+        providers_file: str | None = None,
     ) -> dict:
         """Run one of the controller's playbooks with ``payload`` (a private file); returns each
         task's ``res`` by task name. Raises ``RunFailed`` when the run produced no results."""
         import ansible_runner  # imported here: the reconciler tests need no runner installed
 
+        if not (providers_file or self.providers_file):
+            raise RunFailed("no valid providers file yet")
+        if not self.may_run():
+            raise RunFailed("not starting a run: this replica may no longer lead")
         # Each run has its own private data dir: runs in flight must never share extravars,
         # env files or artifacts.
         runs_dir = os.path.join(self.work_dir, "runs")
@@ -227,14 +304,23 @@ class Executor:
         os.makedirs(project, mode=0o700)
         with open(os.path.join(project, name), "w") as handle:
             handle.write(text)
-        fd, items_file = tempfile.mkstemp(prefix="items-", suffix=".json", dir=run_dir)
+        run_id = uuid.uuid4().hex
+        # The payload (cloud-init included) lives in memory only: the playbook reads it through
+        # this process's /proc entry for the descriptor, so a SIGKILL leaves nothing on disk.
+        items_fd = os.memfd_create("egress-proxies-items", os.MFD_CLOEXEC)
+        items_file = "/proc/%d/fd/%d" % (os.getpid(), items_fd)
+        with self._lock:
+            self._running[run_id] = run_dir
         try:
-            with os.fdopen(fd, "w") as handle:
-                json.dump(payload, handle)
+            os.write(items_fd, json.dumps(payload).encode())
             envvars = {
-                "EGRESS_PROXIES_PROVIDERS_FILE": self.providers_file,
+                "EGRESS_PROXIES_PROVIDERS_FILE": providers_file or self.providers_file,
                 "ANSIBLE_LOCALHOST_WARNING": "false",
                 "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false",
+                # Module arguments go to the module on its stdin, never into an AnsiballZ file.
+                "ANSIBLE_PIPELINING": "true",
+                "ANSIBLE_KEEP_REMOTE_FILES": "false",
+                process_tree.RUN_ENV: run_id,
                 "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
             }
             if self.collections_path:
@@ -242,39 +328,92 @@ class Executor:
             started = time.monotonic()
             with self._lock:
                 self.runs += 1
-            runner = ansible_runner.run(
-                private_data_dir=run_dir,
-                playbook=name,
-                extravars={"items_file": items_file},
-                envvars=envvars,
-                quiet=True,
-                timeout=int(timeout or self.run_timeout),
-            )
+            self.record("start", run_id, label)
+            status = "error"
+            watchdog = self._watchdog(run_id)
+            try:
+                runner = ansible_runner.run(
+                    private_data_dir=run_dir,
+                    playbook=name,
+                    extravars={"items_file": items_file},
+                    envvars=envvars,
+                    quiet=True,
+                    timeout=int(timeout or self.run_timeout),
+                    cancel_callback=self.cancel.is_set,
+                )
+                status = runner.status
+            except BaseException:
+                status = "error"
+                raise
+            finally:
+                # A run that did not finish by itself (timeout, cancel, error): every process it
+                # started is gone before any of its items is answered. A finished run leaves only
+                # what its modules meant to leave running (a local provider's Squid carries the
+                # mark too, so nothing is swept after a successful run).
+                if status != "successful":
+                    killed = process_tree.kill_run(run_id)
+                    if killed:
+                        log.warning("run %s %s: killed %d process(es) it left", name, status, killed)
+                self.record("end", run_id, label)
+                if watchdog is not None:
+                    watchdog.kill()
+                    watchdog.wait()
             elapsed = time.monotonic() - started
             if self.metrics is not None:
                 self.metrics.runner_run(runner.status, elapsed)
             log.info("runner run %s status=%s %s seconds=%.2f", name, runner.status, label, elapsed)
-            if runner.status in ("timeout", "canceled"):
-                raise RunFailed("ansible-runner run %s after %.0fs" % (runner.status, elapsed))
-            results = {}
+            results = RunResult()
             for event in runner.events:
                 if event.get("event") not in ("runner_on_ok", "runner_on_failed"):
                     continue
                 data = event.get("event_data") or {}
                 results[data.get("task")] = data.get("res") or {}
-            if not results and runner.status != "successful":
-                raise RunFailed(
-                    "ansible-runner run %s (rc %s) with no task results" % (runner.status, runner.rc)
-                )
+            if runner.status in ("timeout", "canceled"):
+                results.failure = "ansible-runner run %s after %.0fs" % (runner.status, elapsed)
+            elif runner.status != "successful":
+                results.failure = "ansible-runner run %s (rc %s)" % (runner.status, runner.rc)
+            if not results and results.failure:
+                raise RunFailed(results.failure + " with no task results")
             for res in results.values():
                 self._telemetry(res)
             return results
         finally:
-            os.unlink(items_file)
+            os.close(items_fd)
+            with self._lock:
+                self._running.pop(run_id, None)
             shutil.rmtree(os.path.join(run_dir, "env"), ignore_errors=True)
             with self._lock:
                 self._active.discard(os.path.basename(run_dir))
             self._rotate(runs_dir)
+
+    def _watchdog(self, run_id: str):
+        """With leader election, a process that kills the run if the lease stops being renewed."""
+        if not self.heartbeat:
+            return None
+        argv = [sys.executable, "-m", "egress_proxies_controller.run_watchdog", run_id, self.heartbeat]
+        argv += [str(self.renew_deadline), self.run_log, self.identity]
+        return subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL)
+
+    def abort_all(self) -> None:
+        """Cancel every run and kill its processes now (leadership lost: nothing may go on)."""
+        self.cancel.set()
+        with self._lock:
+            running = list(self._running)
+        for run_id in running:
+            process_tree.kill_run(run_id)
+            self.record("killed", run_id, "aborted")  # the process may exit before the run's "end"
+
+    def close(self) -> None:
+        """Remove the private run directories (their artifacts hold no secret, but nothing stays)."""
+        shutil.rmtree(os.path.join(self.work_dir, "runs"), ignore_errors=True)
+
+    def record(self, what: str, run_id: str, label: str) -> None:
+        """Append a run's start or end to ``--run-log`` (JSON lines: who ran what when)."""
+        if not self.run_log:
+            return
+        line = {"what": what, "run": run_id, "label": label, "identity": self.identity, "time": time.time()}
+        with self._lock, open(self.run_log, "a") as handle:
+            handle.write(json.dumps(line) + "\n")
 
     def _rotate(self, runs_dir: str) -> None:
         """Keep the newest ``keep_artifacts`` finished run dirs (for debugging; they hold no secret)."""
@@ -301,9 +440,7 @@ class Executor:
         if not isinstance(results, list) or len(results) != len(keys):
             message = (res or {}).get("msg") or "proxy_instance returned no per-item results"
             for key in keys:
-                answers[key] = Answer(
-                    ok=False, error_class=(res or {}).get("error_class") or TRANSIENT, message=message
-                )
+                answers[key] = Answer(ok=False, error_class=_class_of(res), message=message)
             return
         for key, item in zip(keys, results, strict=True):
             if item.get("failed"):
@@ -333,7 +470,7 @@ class Executor:
                 message = (result or {}).get(
                     "msg"
                 ) or "proxy_info returned no result for provider %s" % provider
-                cls = (result or {}).get("error_class") or TRANSIENT
+                cls = _class_of(result)
                 for key, _pid in entries:
                     answers[key] = Answer(ok=False, error_class=cls, message=message)
                 continue
@@ -377,6 +514,15 @@ class Executor:
                 else:
                     misses.setdefault(provider, []).append((key, provider_id))
         return misses
+
+
+def _class_of(res) -> str:
+    """A whole-module failure's class; a configuration error (``problems``) is the controller's
+    state, never a Proxy's: Transient, so no item is latched by it."""
+    res = res or {}
+    if res.get("problems"):
+        return TRANSIENT
+    return res.get("error_class") or TRANSIENT
 
 
 def action_summary(action: Action) -> str:

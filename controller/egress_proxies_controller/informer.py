@@ -62,7 +62,7 @@ class Informer:
         key = key_of(obj)
         with self._lock:
             current = self._cache.get(key)
-            if current is None or _rv(obj) >= _rv(current):
+            if _newer_or_other(obj, current):
                 self._cache[key] = obj
 
     def stop(self) -> None:
@@ -130,11 +130,23 @@ class Informer:
                 old = self._cache.get(key)
                 if kind == "DELETED":
                     self._cache.pop(key, None)
-                else:
+                elif _newer_or_other(obj, old):
                     self._cache[key] = obj
+                else:
+                    continue  # an event older than what we wrote ourselves: keep the newer copy
             if kind == "DELETED" or _interesting(old, obj):
                 self.on_change(key)
         return version
+
+
+def _newer_or_other(obj: dict, current: dict | None) -> bool:
+    """Whether ``obj`` may replace ``current`` in the cache: a newer version, or another object
+    (a new UID under the same name)."""
+    if current is None:
+        return True
+    if (obj.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
+        return True
+    return _rv(obj) >= _rv(current)
 
 
 def _rv(obj: dict) -> int:

@@ -20,6 +20,10 @@ log = logging.getLogger("egress_proxies_controller.kube")
 CONFLICT_RETRIES = 5
 
 
+class Conflict(Exception):
+    """A write met a newer object (409) and the caller asked not to retry it."""
+
+
 def load(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
     if kubeconfig or context:
         return config.new_client_from_config(config_file=kubeconfig, context=context)
@@ -57,10 +61,10 @@ class Kube:
                 return None
             raise
 
-    def _update_with_retry(self, obj: dict, what: str, attempt) -> dict | None:
+    def _update_with_retry(self, obj: dict, what: str, attempt, retry: bool = True) -> dict | None:
         """Optimistic concurrency: ``attempt(obj)`` returns the written object, ``obj`` itself for
-        "nothing to write", or raises ApiException; a 409 re-reads the object and tries again.
-        Returns None when the object is gone."""
+        "nothing to write", or raises ApiException; a 409 re-reads the object and tries again
+        (with ``retry``; else it raises ``Conflict``). Returns None when the object is gone."""
         meta = obj["metadata"]
         for _try in range(CONFLICT_RETRIES):
             try:
@@ -70,6 +74,8 @@ class Kube:
                     return None
                 if exc.status != 409:
                     raise
+                if not retry:
+                    raise Conflict("%s of %s/%s" % (what, meta["namespace"], meta["name"])) from None
             obj = self.get_proxy(meta["namespace"], meta["name"])
             if obj is None:
                 return None
@@ -78,9 +84,10 @@ class Kube:
             % (what, meta["namespace"], meta["name"], CONFLICT_RETRIES)
         )
 
-    def write_status(self, obj: dict, compute) -> dict | None:
-        """Replace the status with ``compute(obj)`` (a dict, or None for no change), retrying
-        conflicts on a fresh read. Returns the object written, or None when gone/unchanged."""
+    def write_status(self, obj: dict, compute, retry: bool = True) -> dict | None:
+        """Replace the status with ``compute(obj)`` (a dict, or None for no change), guarded by
+        ``obj``'s resourceVersion; a conflict re-reads and recomputes (``retry``) or raises
+        ``Conflict``. Returns the object written, or None when gone/unchanged."""
 
         def attempt(current):
             status = compute(current)
@@ -97,7 +104,7 @@ class Kube:
                 _request_timeout=self.timeout,
             )
 
-        return self._update_with_retry(obj, "status", attempt)
+        return self._update_with_retry(obj, "status", attempt, retry)
 
     def set_finalizer(self, obj: dict, present: bool) -> dict | None:
         """Add or remove our finalizer (a patch guarded by resourceVersion)."""
@@ -134,7 +141,13 @@ class Kube:
         data = secret.data or {}
         if key not in data:
             raise LookupError("cloud-init Secret %s/%s has no key %r" % (namespace, name, key))
-        return base64.b64decode(data[key]).decode("utf-8")
+        try:
+            return base64.b64decode(data[key]).decode("utf-8")
+        except (UnicodeDecodeError, ValueError):
+            raise LookupError(
+                "cloud-init Secret %s/%s key %r is not UTF-8 text (compressed or binary user-data is "
+                "not supported: store it as plain text)" % (namespace, name, key)
+            ) from None
 
     # -- cluster-scoped objects (ProviderHealth) -------------------------------------------
 
@@ -172,14 +185,23 @@ class Kube:
             if exc.status != 404:
                 raise
 
-    def event(self, obj: dict, event_type: str, reason: str, message: str, component: str) -> None:
+    def event(
+        self,
+        obj: dict,
+        event_type: str,
+        reason: str,
+        message: str,
+        component: str,
+        kind: str = api.PROXY_KIND,
+        api_version: str = "%s/%s" % (api.GROUP, api.VERSION),
+    ) -> None:
         meta = obj["metadata"]
         now = datetime.datetime.now(datetime.UTC)
         body = client.CoreV1Event(
             metadata=client.V1ObjectMeta(generate_name=meta["name"] + ".", namespace=meta["namespace"]),
             involved_object=client.V1ObjectReference(
-                api_version="%s/%s" % (api.GROUP, api.VERSION),
-                kind=api.PROXY_KIND,
+                api_version=api_version,
+                kind=kind,
                 name=meta["name"],
                 namespace=meta["namespace"],
                 uid=meta.get("uid"),

@@ -1,14 +1,22 @@
-"""Leader election on a coordination.k8s.io Lease, so only one replica reconciles.
+"""Leader election on a coordination.k8s.io Lease, as client-go's leaderelection does it.
 
-``acquire`` blocks until this process holds the Lease (or ``stop`` is set); a background thread
-renews it and calls ``on_lost`` when a renewal has not succeeded within ``renew_deadline``: the
-caller then stops working at once (controller-runtime exits; so do we).
+``acquire`` blocks until this process holds the Lease (or ``stop`` is set). Whether another
+holder's Lease has expired is judged by when THIS replica last saw its record change (holder,
+renewTime, resourceVersion), never by comparing the remote renewTime with the local clock.
+``keep`` renews every ``retry_period`` until told to stop, which the caller does only after all
+work has drained. ``leading()`` is true only while the last successful renewal is younger than
+``renew_deadline``; a watchdog calls ``on_lost`` (stop starting runs, cancel the ones in flight,
+exit) as soon as that is no longer so, even while a renewal is still hanging on the network.
+Each renewal touches ``heartbeat`` (a file), which the per-run watchdogs read: a run's
+processes die with the lease even if this process is frozen (SIGSTOP) and cannot act.
+``renew_deadline`` < ``lease_duration``, so they are dead before another replica can take over.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import os
 import threading
 import time
 
@@ -32,7 +40,11 @@ class LeaderElector:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
+        heartbeat: str = "",
+        clock=time.monotonic,
     ):
+        if not retry_period < renew_deadline < lease_duration:
+            raise ValueError("need retry_period < renew_deadline < lease_duration")
         self.api = coordination
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = (
@@ -40,39 +52,46 @@ class LeaderElector:
             renew_deadline,
             retry_period,
         )
+        self.heartbeat = heartbeat
+        self._clock = clock
         self.is_leader = threading.Event()
+        self._observed = None  # (holder, renewTime, resourceVersion) last seen
+        self._observed_at = 0.0  # local monotonic time it was first seen
+        self._renewed_at = None  # local monotonic time of our last successful acquire/renew
+        self._lost = threading.Event()
+
+    # -- one attempt -------------------------------------------------------------------
+
+    def _timeout(self) -> float:
+        """A request never outlives the renew deadline (no urllib3 retries stretch it)."""
+        if self._renewed_at is None:
+            return self.retry_period * 2
+        left = self.renew_deadline - (self._clock() - self._renewed_at)
+        return max(0.2, min(self.retry_period * 2, left))
+
+    def _expired(self, lease) -> bool:
+        spec = lease.spec
+        record = (spec.holder_identity, str(spec.renew_time), lease.metadata.resource_version)
+        now = self._clock()
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        duration = spec.lease_duration_seconds or self.lease_duration
+        return now - self._observed_at > duration
 
     def _try(self) -> bool:
-        now = _now()
+        started = self._clock()
+        timeout = self._timeout()
         try:
-            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=5)
+            lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=timeout)
         except ApiException as exc:
             if exc.status != 404:
                 raise
-            body = client.V1Lease(
-                metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
-                spec=client.V1LeaseSpec(
-                    holder_identity=self.identity,
-                    lease_duration_seconds=int(self.lease_duration),
-                    acquire_time=now,
-                    renew_time=now,
-                    lease_transitions=0,
-                ),
-            )
-            try:
-                self.api.create_namespaced_lease(self.namespace, body, _request_timeout=5)
-                return True
-            except ApiException as exc2:
-                if exc2.status == 409:
-                    return False
-                raise
+            return self._create(started, timeout)
         spec = lease.spec
         holder = spec.holder_identity
-        renewed = spec.renew_time
-        duration = spec.lease_duration_seconds or int(self.lease_duration)
-        expired = renewed is None or (now - renewed).total_seconds() > duration
-        if holder not in (None, "", self.identity) and not expired:
+        if holder not in (None, "", self.identity) and not self._expired(lease):
             return False
+        now = _now()
         if holder != self.identity:
             spec.acquire_time = now
             spec.lease_transitions = (spec.lease_transitions or 0) + 1
@@ -80,12 +99,53 @@ class LeaderElector:
         spec.renew_time = now
         spec.lease_duration_seconds = int(self.lease_duration)
         try:
-            self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=5)
-            return True
+            self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=timeout)
         except ApiException as exc:
             if exc.status == 409:
                 return False
             raise
+        self._renewed(started)
+        return True
+
+    def _create(self, started: float, timeout: float) -> bool:
+        now = _now()
+        body = client.V1Lease(
+            metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
+            spec=client.V1LeaseSpec(
+                holder_identity=self.identity,
+                lease_duration_seconds=int(self.lease_duration),
+                acquire_time=now,
+                renew_time=now,
+                lease_transitions=0,
+            ),
+        )
+        try:
+            self.api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        self._renewed(started)
+        return True
+
+    def _renewed(self, started: float) -> None:
+        # Counted from when the attempt started: the record may have been written any time after.
+        self._renewed_at = started
+        if self.heartbeat:
+            with open(self.heartbeat, "w") as handle:
+                handle.write("%f\n" % time.time())
+            os.utime(self.heartbeat)
+
+    # -- the loops ---------------------------------------------------------------------
+
+    def leading(self) -> bool:
+        """True while the last successful renewal is younger than the renew deadline."""
+        return (
+            self.is_leader.is_set()
+            and not self._lost.is_set()
+            and self._renewed_at is not None
+            and self._clock() - self._renewed_at < self.renew_deadline
+        )
 
     def acquire(self, stop: threading.Event) -> bool:
         while not stop.is_set():
@@ -100,27 +160,39 @@ class LeaderElector:
         return False
 
     def keep(self, stop: threading.Event, on_lost) -> threading.Thread:
+        """Renew until ``stop`` is set (after the drain); ``on_lost`` once leading() turns False."""
+
         def renew_loop():
-            last = time.monotonic()
-            while not stop.wait(self.retry_period):
+            while not stop.wait(self.retry_period) and not self._lost.is_set():
                 try:
-                    if self._try():
-                        last = time.monotonic()
-                        continue
+                    if not self._try():
+                        log.warning("lease %s/%s: renewal refused", self.namespace, self.name)
                 except Exception as exc:
                     log.warning("lease renewal failed: %s", exc)
-                if time.monotonic() - last > self.renew_deadline:
+
+        def watchdog():
+            while not stop.wait(0.1):
+                if not self.leading():
+                    self._lost.set()
                     self.is_leader.clear()
-                    log.error("lost the lease %s/%s", self.namespace, self.name)
+                    log.error(
+                        "lost the lease %s/%s (no renewal within %.0fs)",
+                        self.namespace,
+                        self.name,
+                        self.renew_deadline,
+                    )
                     on_lost()
                     return
 
+        threading.Thread(target=watchdog, name="lease-watchdog", daemon=True).start()
         thread = threading.Thread(target=renew_loop, name="lease-renew", daemon=True)
         thread.start()
         return thread
 
     def release(self) -> None:
         """Give the Lease up on clean shutdown so a standby takes over at once."""
+        if not self.leading():
+            return  # not ours to give any more
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=5)
             if lease.spec.holder_identity == self.identity:

@@ -1,20 +1,25 @@
-"""Wiring: informer -> work queue -> reconciler -> executor -> status, with runs in flight bounded.
+"""Wiring: informer -> work queue -> reconciler -> executor -> status, each provider on its own.
 
 Each tick takes every due key (up to ``batch_max``), plans them, writes what needs no provider
-call (finalizer first: it must be on the object before anything is created), runs all provider
-calls of the tick in ONE executor run, then applies each answer and requeues. At most
-``runs_in_flight`` batches run at once; a key is never in two batches (the queue guarantees it).
+call (finalizer first: it must be on the object before anything is created), then hands each
+provider's calls to ONE executor run of its own, and applies each answer as its run ends. At most
+``runs_in_flight`` batches are planned at once and each provider has ``runs_in_flight`` run slots
+of its own: a stuck backend holds only its own Proxies (its keys wait while its slots are full),
+never another provider's. A key is held by exactly one batch or run at a time (the queue
+guarantees one reconcile per key; a failed batch lets go only of the keys it still holds). No run
+starts while ``may_act()`` is False (this replica may no longer lead).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import os
 import threading
+import time
 
-import yaml
-
+from . import kube as kube_mod
 from . import reconciler as rec
 from .reconciler import Proxy, Reconciler
 
@@ -25,17 +30,6 @@ COMPONENT = "egress-proxies-controller"
 FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 
 
-def configured_provider_names(path: str) -> list:
-    """The provider names of the providers file (the modules validate the rest)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            doc = yaml.safe_load(handle) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        log.error("cannot read providers file %s: %s", path, exc)
-        return []
-    return [p.get("name") for p in doc.get("providers") or [] if isinstance(p, dict) and p.get("name")]
-
-
 class Manager:
     def __init__(
         self,
@@ -44,115 +38,240 @@ class Manager:
         queue,
         executor,
         settings: rec.Settings,
-        providers_file: str,
+        config,
         *,
         runs_in_flight: int = 3,
         batch_max: int = 500,
         tick: float = 1.0,
         metrics=None,
+        may_act=lambda: True,
+        drain_timeout: float = 60.0,
+        report_missing=None,
     ):
         self.kube, self.informer, self.queue, self.executor = kube, informer, queue, executor
         self.settings = settings
-        self.providers_file = providers_file
+        self.config = config  # providers_config.ProvidersConfig
         self.runs_in_flight = runs_in_flight
         self.batch_max, self.tick = batch_max, tick
         self.metrics = metrics
         self.stop = threading.Event()
-        self.pending = {}  # key -> follow-up Action chained by the last answer
-        self._pending_lock = threading.Lock()
         self._slots = threading.Semaphore(runs_in_flight)
-        self._config_mtime = None
+        self._held = {}  # key -> the batch (its key list) or run (its group) processing it
+        self._held_lock = threading.Lock()
+        self.may_act = may_act
+        self.drain_timeout = drain_timeout
+        self.report_missing = report_missing or (lambda missing: None)
+        self.missing: dict = {}  # provider -> Proxies with an instance there, not in the file
+        self._provider_slots = {}  # provider -> Semaphore(runs_in_flight)
+        self._runs = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="run")
+        self._in_flight = set()  # futures of runs not yet applied
         self.reconciler = Reconciler(settings, [])
-        self.alive = True
+        self.last_progress = time.monotonic()  # the loop's heartbeat, for /healthz
 
     # -- config ------------------------------------------------------------------------
 
     def reload_config(self) -> None:
-        try:
-            mtime = os.stat(self.providers_file).st_mtime_ns
-        except OSError:
-            mtime = None
-        if mtime == self._config_mtime:
+        if not self.config.refresh():
             return
-        self._config_mtime = mtime
-        names = configured_provider_names(self.providers_file)
-        self.reconciler = Reconciler(self.settings, names)
-        log.info("providers file %s: providers %s", self.providers_file, ", ".join(names) or "none")
+        self.executor.providers_file = self.config.in_use
+        self.reconciler = Reconciler(self.settings, self.config.names)
+        missing = {}
         for key in self.informer.cache_keys():  # a provider may have appeared: release latched Proxies
             self.queue.add(key)
+            proxy = Proxy.from_object(self.informer.get(key) or {})
+            if proxy.status.get("providerID") and proxy.made_by not in self.config.names:
+                missing[proxy.made_by] = missing.get(proxy.made_by, 0) + 1
+        if missing != self.missing:
+            # Their Proxies are left alone (no call, no write): say it once, here.
+            self.missing = missing
+            for provider, count in sorted(missing.items()):
+                log.error(
+                    "providers file %s has no provider %r, which made the instances of %d Proxies: "
+                    "they are left as they are until it is back",
+                    self.config.path,
+                    provider,
+                    count,
+                )
+            self.report_missing(missing)
 
     # -- loop --------------------------------------------------------------------------
 
     def run(self) -> None:
         with concurrent.futures.ThreadPoolExecutor(self.runs_in_flight, thread_name_prefix="batch") as pool:
             while not self.stop.is_set():
+                self.last_progress = time.monotonic()
                 self.reload_config()
                 if self.metrics is not None:
                     self.metrics.queue_depth.set(len(self.queue))
+                if self.config.in_use is None:  # no good providers file yet: no provider calls
+                    self.stop.wait(self.tick)
+                    continue
                 if not self._slots.acquire(timeout=self.tick):
                     continue
                 keys = self.queue.pop_due(self.batch_max, self.tick)
                 if not keys:
                     self._slots.release()
                     continue
+                with self._held_lock:
+                    for key in keys:
+                        self._held[key] = keys  # which batch holds the key, until it is let go
                 pool.submit(self._batch, keys)
+        if not self.drain(self.drain_timeout):
+            log.warning("runs still in flight after %.0fs: cancelling them", self.drain_timeout)
+            self.executor.abort_all()
+            self.drain()
         log.info("manager stopped")
+
+    def healthy(self, within: float) -> bool:
+        """Liveness: the loop went round within the last ``within`` seconds (a stuck loop is not
+        alive, whatever the HTTP server says)."""
+        return time.monotonic() - self.last_progress < within
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every dispatched run has been applied; False when ``timeout`` passed first."""
+        with self._held_lock:
+            pending = set(self._in_flight)
+        _done, not_done = concurrent.futures.wait(pending, timeout)
+        return not not_done
 
     def _batch(self, keys: list) -> None:
         try:
             self._process(keys)
         except Exception:
             log.exception("batch of %d keys failed", len(keys))
-            for key in keys:
-                self.queue.done(key)
-                self.queue.add_rate_limited(key)
+            self._back_off_held(keys)
         finally:
             self._slots.release()
 
     def _process(self, keys: list) -> None:
         reconciler = self.reconciler
-        actions = {}
+        planned = {}  # key -> (action, the object it was planned from)
         for key in keys:
-            obj = self.informer.get(key)
-            if obj is None:
-                self.queue.forget(key)
-                self.queue.done(key)
+            self._guarded(key, lambda k=key: self._plan_one(k, reconciler, planned))
+        groups = {}
+        for key, entry in planned.items():
+            groups.setdefault(entry[0].provider, {})[key] = entry
+        for provider, group in sorted(groups.items()):
+            slots = self._provider_slots.setdefault(provider, threading.Semaphore(self.runs_in_flight))
+            if not self.may_act() or not slots.acquire(blocking=False):
+                for key in group:  # this provider is busy (or we may not act): its keys wait
+                    self._let_go(key)
+                    self.queue.add_after(key, self.tick)
                 continue
-            with self._pending_lock:
-                follow_up = self.pending.pop(key, None)
-            if follow_up is not None:
-                actions[key] = follow_up
-                continue
-            proxy = Proxy.from_object(obj)
-            step = reconciler.plan(proxy)
-            obj = self._commit(obj, step, lambda fresh: reconciler.plan(Proxy.from_object(fresh)).status)
-            if step.action is not None and obj is not None and not step.remove_finalizer:
-                actions[key] = step.action
-            else:
-                self._finish(key, step)
-        if not actions:
-            return
-        answers = self.executor.execute(actions, self._create_fields)
-        self._maybe_crash(actions, answers)
-        for key, action in actions.items():
-            answer = answers.get(key) or rec.Answer(ok=False, error_class=rec.TRANSIENT, message="no answer")
-            obj = self.informer.get(key)
-            if obj is None:
-                self.queue.done(key)
-                continue
-            step = reconciler.apply(Proxy.from_object(obj), action, answer)
-            self._commit(
-                obj,
-                step,
-                lambda fresh, a=action, r=answer: reconciler.apply(Proxy.from_object(fresh), a, r).status,
+            with self._held_lock:
+                for key in group:
+                    self._held[key] = group
+                future = self._runs.submit(self._run_group, group, reconciler, slots)
+                self._in_flight.add(future)
+                future.add_done_callback(self._run_done)
+
+    def _run_done(self, future) -> None:
+        with self._held_lock:
+            self._in_flight.discard(future)
+
+    def _run_group(self, group: dict, reconciler: Reconciler, slots) -> None:
+        """One provider's calls in one run; each answer applied to its own key."""
+        try:
+            answers = self.executor.execute(
+                {k: action for k, (action, _obj) in group.items()},
+                lambda k: self._create_fields(group[k][1]),
             )
-            if step.action is not None:
-                with self._pending_lock:
-                    self.pending[key] = step.action
-                self.queue.done(key)
-                self.queue.add(key)
+            self._maybe_crash({k: a for k, (a, _o) in group.items()}, answers)
+            if not self.may_act():  # no longer leading: the next leader reads the objects afresh
+                for key in group:
+                    self._let_go(key)
+                return
+            for key, (action, _obj) in group.items():
+                answer = answers.get(key) or rec.Answer(
+                    ok=False, error_class=rec.TRANSIENT, message="no answer"
+                )
+                self._guarded(key, lambda k=key, a=action, r=answer: self._apply_one(k, a, r, reconciler))
+        except Exception:
+            log.exception("run of %d keys failed", len(group))
+            self._back_off_held(group)
+        finally:
+            slots.release()
+
+    def _back_off_held(self, token) -> None:
+        """Back off the keys ``token`` (a batch or a run) still holds, and only those: a key it
+        already let go of may be in another batch by now."""
+        with self._held_lock:
+            still = [k for k in token if self._held.get(k) is token]
+        for key in still:
+            self._finish(key, rec.Step(backoff=True))
+
+    def _guarded(self, key: str, work) -> None:
+        """One key's failure (an API error on its write) backs off that key only."""
+        try:
+            work()
+        except Exception:
+            log.exception("reconcile of %s failed", key)
+            self._finish(key, rec.Step(backoff=True))
+
+    def _plan_one(self, key: str, reconciler: Reconciler, planned: dict) -> None:
+        obj = self.informer.get(key)
+        if obj is None:
+            self._drop(key)
+            return
+        step = reconciler.plan(Proxy.from_object(obj))
+        try:
+            obj = self._commit(obj, step, None)
+        except kube_mod.Conflict:
+            # Someone wrote the object since it was read: decide afresh from the new one.
+            self._replan(key)
+            return
+        if obj is None:
+            self._drop(key)
+            return
+        if step.action is None or step.remove_finalizer:
+            self._finish(key, step)
+            return
+        meta = obj.get("metadata") or {}
+        if meta.get("uid") != step.action.uid or int(meta.get("generation") or 0) != step.action.generation:
+            self._replan(key)  # changed under our own finalizer write: plan from what it is now
+            return
+        action = dataclasses.replace(step.action, resource_version=str(meta.get("resourceVersion") or ""))
+        planned[key] = (action, obj)
+
+    def _apply_one(self, key: str, action: rec.Action, answer: rec.Answer, reconciler: Reconciler) -> None:
+        obj = self.informer.get(key)
+        if obj is None or (obj.get("metadata") or {}).get("uid") != action.uid:
+            # Gone, or deleted and created again under the same name: the answer is about an
+            # object that no longer exists (a new one is planned from scratch).
+            if obj is None:
+                self._drop(key)
             else:
-                self._finish(key, step)
+                self._replan(key)
+            return
+        step = reconciler.apply(Proxy.from_object(obj), action, answer)
+
+        def recompute(fresh):
+            if (fresh.get("metadata") or {}).get("uid") != action.uid:
+                return None
+            return reconciler.apply(Proxy.from_object(fresh), action, answer).status
+
+        latest = self._commit(obj, step, recompute)
+        if latest is None:
+            self._drop(key)
+            return
+        now = Proxy.from_object(self.informer.get(key) or latest)
+        if now.generation != action.generation or now.deleting != (action.phase == rec.PHASE_FINAL):
+            self._replan(key)  # the Proxy changed while its call ran: plan again from the new state
+            return
+        self._finish(key, step)
+
+    def _let_go(self, key: str) -> None:
+        with self._held_lock:
+            self._held.pop(key, None)
+        self.queue.done(key)
+
+    def _drop(self, key: str) -> None:
+        self.queue.forget(key)
+        self._let_go(key)
+
+    def _replan(self, key: str) -> None:
+        self._let_go(key)
+        self.queue.add(key)
 
     @staticmethod
     def _maybe_crash(actions: dict, answers: dict) -> None:
@@ -165,7 +284,7 @@ class Manager:
             os._exit(137)
 
     def _finish(self, key: str, step: rec.Step) -> None:
-        self.queue.done(key)
+        self._let_go(key)
         outcome = "backoff" if step.backoff else "requeue" if step.requeue_after is not None else "done"
         if self.metrics is not None:
             self.metrics.reconciles.labels(outcome).inc()
@@ -178,7 +297,11 @@ class Manager:
             self.queue.forget(key)
 
     def _commit(self, obj: dict, step: rec.Step, recompute_status):
-        """Finalizer, then status, then Events; returns the latest object (None when gone)."""
+        """Finalizer, then status, then Events; returns the latest object (None when gone).
+
+        ``recompute_status(fresh)`` gives the status to write after a conflict; with None a
+        conflict raises ``kube.Conflict`` (a plan is never re-applied to an object it was not
+        made from)."""
         if step.add_finalizer:
             obj = self.kube.set_finalizer(obj, True)
             if obj is None:
@@ -193,7 +316,7 @@ class Manager:
                     return step.status
                 return recompute_status(current)
 
-            written = self.kube.write_status(obj, compute)
+            written = self.kube.write_status(obj, compute, retry=recompute_status is not None)
             if written is not None:
                 obj = written
                 self.informer.store(obj)
@@ -205,9 +328,9 @@ class Manager:
                 self.informer.store(obj)
         return obj
 
-    def _create_fields(self, key: str) -> dict:
-        """Per-create module fields from the Proxy, with cloud-init resolved (never logged)."""
-        obj = self.informer.get(key) or {}
+    def _create_fields(self, obj: dict) -> dict:
+        """Per-create module fields from the object the create was planned from, cloud-init
+        resolved (never logged). Any failure reading it is ``LookupError``: that item only."""
         proxy = Proxy.from_object(obj)
         placement = proxy.spec.placement
         fields = {
@@ -225,5 +348,12 @@ class Manager:
             fields["cloud_init"] = proxy.spec.cloud_init_inline
         elif proxy.spec.cloud_init_secret:
             name, secret_key = proxy.spec.cloud_init_secret
-            fields["cloud_init"] = self.kube.secret_value(proxy.namespace, name, secret_key)
+            try:
+                fields["cloud_init"] = self.kube.secret_value(proxy.namespace, name, secret_key)
+            except LookupError:
+                raise
+            except Exception as exc:  # API timeouts, connection errors: this Proxy retries
+                raise LookupError(
+                    "cloud-init Secret %s/%s: %s" % (proxy.namespace, name, type(exc).__name__)
+                ) from None
         return fields

@@ -93,6 +93,11 @@ class Metrics:
         self.probe_round_seconds = Gauge(
             "egress_proxies_probe_round_seconds", "Duration of the last probe round.", registry=self.registry
         )
+        self.config_error = Gauge(
+            "egress_proxies_providers_file_error",
+            "1 while the providers file has a problem (the last good version stays in use).",
+            registry=self.registry,
+        )
         self.is_leader = Gauge(
             "egress_proxies_leader", "1 when this replica holds the lease.", registry=self.registry
         )
@@ -111,7 +116,9 @@ class Metrics:
 
 
 def serve(address: str, metrics: Metrics | None, ready, healthy) -> http.server.ThreadingHTTPServer:
-    """Serve /metrics (when ``metrics``), /healthz and /readyz on ``host:port`` in a daemon thread."""
+    """Serve /metrics (when ``metrics``), /healthz and /readyz on ``host:port`` in a daemon thread.
+
+    ``/readyz`` lists the details ``ready`` gives (e.g. a providers-file problem) before its verdict."""
     host, _sep, port = address.rpartition(":")
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -122,8 +129,10 @@ def serve(address: str, metrics: Metrics | None, ready, healthy) -> http.server.
                 ok = healthy()
                 self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n")
             elif self.path == "/readyz":
-                ok = ready()
-                self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                answer = ready()  # a bool, or (bool, [detail lines])
+                ok, details = answer if isinstance(answer, tuple) else (answer, [])
+                body = "".join(line + "\n" for line in [*details, "ok" if ok else "not ready"])
+                self._send(200 if ok else 503, body.encode())
             else:
                 self._send(404, b"not found\n")
 

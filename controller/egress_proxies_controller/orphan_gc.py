@@ -4,6 +4,11 @@ The live UIDs come from the informer's cache, and only once it has synced: a swe
 partial view would collect instances whose Proxy simply was not listed yet. The module applies
 every rule (min age, empty UID, another installation, a provider whose list fails is skipped)
 and collects secondary resources the providers mark. ``dry_run`` only logs what would go.
+
+A controller watching one namespace (``--namespace``) sees the live UIDs of that namespace only,
+while ``proxy_gc`` lists the whole installation: two such controllers sharing an installation
+would collect each other's instances. So a scoped controller sweeps only when told the
+installation is its own (``--gc-own-installation``); otherwise it skips every sweep and says so.
 """
 
 from __future__ import annotations
@@ -19,14 +24,34 @@ class OrphanGC(PeriodicLoop):
     name = "orphan-gc"
 
     def __init__(
-        self, executor, informer, metrics, *, interval: float, jitter: float, min_age: float, dry_run: bool
+        self,
+        executor,
+        informer,
+        metrics,
+        *,
+        interval: float,
+        jitter: float,
+        min_age: float,
+        dry_run: bool,
+        namespace: str | None = None,
+        own_installation: bool = False,
     ):
         super().__init__(interval, jitter, initial_delay=min(interval, 5.0))
         self.executor, self.informer, self.metrics = executor, informer, metrics
         self.min_age, self.dry_run = min_age, dry_run
         self.last_report = None
+        self.refused = bool(namespace) and not own_installation
+        if self.refused and interval > 0:
+            log.warning(
+                "gc: disabled: this controller watches namespace %s only, and another controller may "
+                "share the installation; pass --gc-own-installation if the providers file's "
+                "installation is used by this namespace alone",
+                namespace,
+            )
 
     def round(self) -> None:
+        if self.refused:
+            return
         if not self.informer.synced.is_set():
             log.info("gc: informer not synced yet; skipping this sweep")
             return

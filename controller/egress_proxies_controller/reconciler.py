@@ -2,122 +2,60 @@
 
 Blueprint §1-§3 made explicit. ``plan`` looks at a Proxy and decides the next provider call
 (or a status/finalizer change needing none); ``apply`` takes the answer to that call and decides
-the status to write, the finalizer change, the requeue and, where the contract chains calls
-(Stopped -> delete, replacement -> delete, deletion -> delete), a follow-up call for the next
-tick. Nothing here touches the network, so every row is table-tested (tests/controller/).
+the status to write, the finalizer change and the requeue. Every next call is planned from the
+object again (a Stopped instance, a replacement or a deletion is a delete until the provider says
+the instance is gone), never remembered between ticks. Nothing here touches the network, so every
+row is table-tested (tests/controller/).
 
 Guarantees:
-* the providerID reaches status only after create returned it;
+* an answer is read against the snapshot its action was planned from: status records that
+  snapshot's spec hash and generation, so an edit made meanwhile is re-planned, not absorbed;
+* the providerID reaches status only after create returned it, with ``status.provider``, the
+  provider that made it; replacement and deletion talk to that provider, and a new instance is
+  created only once it said the old one is gone (never two at once);
 * NotFound clears the id and creates again (normal), advances a replacement, or releases the
   finalizer (deleting); it is the only answer that ever does;
 * Permanent is latched as PermanentError until ``metadata.generation`` changes, or until the
-  missing provider it names appears in the providers file;
+  missing provider it names appears in the providers file; a provider that left the file while
+  its Proxies still have instances is a configuration mistake the manager reports once, not a
+  latch;
 * QuotaExceeded sets its condition and retries after ``quota_retry`` without counting as an
-  error; everything else unclassified backs off (rate-limited requeue);
-* while deleting, a permanent Get still tries Delete, and the skip-cleanup annotation releases
-  a Proxy whose cleanup keeps failing.
+  error; everything else backs off (rate-limited requeue), and a failed poll keeps Ready;
+* while deleting, a Proxy without a providerID is looked up by name before it is released, and
+  the skip-cleanup annotation releases a Proxy whose cleanup keeps failing.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 from . import api, conditions
-from .spec import ProxySpec
-
-CREATE, GET, DELETE = "create", "get", "delete"
-NOT_FOUND, QUOTA, TRANSIENT, PERMANENT = "not_found", "quota_exceeded", "transient", "permanent"
-
-# Why a call is made: decides how its answer is read.
-PHASE_CREATE = "create"
-PHASE_POLL = "poll"
-PHASE_RECYCLE = "recycle"  # delete a Stopped/Terminated instance, then create again
-PHASE_REPLACE_GET = "replace-get"
-PHASE_REPLACE_DELETE = "replace-delete"
-PHASE_FINAL_GET = "final-get"
-PHASE_FINAL_DELETE = "final-delete"
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    provisioning_poll: float = 10.0
-    deletion_poll: float = 10.0
-    requeue_now: float = 1.0
-    quota_retry: float = 300.0
-    running_poll: float = 60.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Action:
-    op: str  # create | get | delete
-    phase: str
-    provider: str
-    provider_id: str = ""
-    name: str = ""
-    uid: str = ""
+from .model import (
+    CREATE,
+    DELETE,
+    GET,
+    GONE_STATES,
+    NOT_FOUND,
+    PERMANENT,
+    PHASE_CREATE,
+    PHASE_FINAL,
+    PHASE_POLL,
+    PHASE_RECYCLE,
+    PHASE_REPLACE,
+    QUOTA,
+    TRANSIENT,
+    Action,
+    Answer,
+    Proxy,
+    Settings,
+    Step,
+    instance_name,
+)
 
 
-@dataclasses.dataclass(frozen=True)
-class Answer:
-    """What the executor read back for one action."""
-
-    ok: bool
-    instance: dict | None = None  # id, name, uid, state (or "absent"), ip, created_at
-    error_class: str = ""
-    message: str = ""
-
-
-@dataclasses.dataclass
-class Step:
-    action: Action | None = None
-    status: dict | None = None  # the full new status, when it changed
-    add_finalizer: bool = False
-    remove_finalizer: bool = False
-    requeue_after: float | None = None
-    backoff: bool = False  # rate-limited requeue: an error that is neither quota nor permanent
-    events: list = dataclasses.field(default_factory=list)  # (type, reason, message)
-
-
-@dataclasses.dataclass(frozen=True)
-class Proxy:
-    """The parts of a Proxy object the reconciler reads."""
-
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    deleting: bool
-    finalizers: tuple
-    annotations: dict
-    spec: ProxySpec
-    status: dict
-
-    @classmethod
-    def from_object(cls, obj: dict) -> Proxy:
-        meta = obj.get("metadata") or {}
-        return cls(
-            namespace=meta.get("namespace", ""),
-            name=meta.get("name", ""),
-            uid=meta.get("uid", ""),
-            generation=int(meta.get("generation") or 0),
-            deleting=bool(meta.get("deletionTimestamp")),
-            finalizers=tuple(meta.get("finalizers") or ()),
-            annotations=dict(meta.get("annotations") or {}),
-            spec=ProxySpec.from_object(obj),
-            status=dict(obj.get("status") or {}),
-        )
-
-    @property
-    def key(self) -> str:
-        return "%s/%s" % (self.namespace, self.name)
-
-
-def instance_name(uid: str) -> str:
-    """The collection's name_from_uid, repeated here so the controller imports no module_utils."""
-    import base64
-    import hashlib
-
-    return "proxy-" + base64.b32encode(hashlib.sha256(uid.encode()).digest()).decode().lower()[:16]
+def _gone(answer: Answer) -> bool:
+    """The provider said the instance does not exist (a delete's read-back, or NotFound)."""
+    return answer.error_class == NOT_FOUND or (
+        answer.ok and (answer.instance or {}).get("state") in GONE_STATES
+    )
 
 
 class Reconciler:
@@ -128,12 +66,26 @@ class Reconciler:
 
     # -- plan --------------------------------------------------------------------------
 
+    def _action(self, proxy: Proxy, op: str, phase: str, provider: str, provider_id: str = "") -> Action:
+        return Action(
+            op,
+            phase,
+            provider,
+            provider_id,
+            instance_name(proxy.uid),
+            proxy.uid,
+            proxy.generation,
+            proxy.spec.hash(),
+            proxy.resource_version,
+        )
+
     def plan(self, proxy: Proxy) -> Step:
         if proxy.deleting:
             return self._plan_deletion(proxy)
         step = Step(add_finalizer=api.FINALIZER not in proxy.finalizers)
         status = dict(proxy.status)
         conds = status.get("conditions") or []
+        provider_id = status.get("providerID") or ""
         latched = conditions.find(conds, api.COND_PERMANENT)
         if (
             latched
@@ -147,26 +99,55 @@ class Reconciler:
             if not released:
                 return step  # latched: no provider calls until the spec (generation) changes
         if proxy.spec.provider not in self.configured:
+            if provider_id and proxy.made_by == proxy.spec.provider:
+                # Its provider left the providers file while it has an instance: a configuration
+                # mistake the manager reports once; this Proxy keeps its status and is planned
+                # again when the file changes.
+                return step
             message = (
                 "provider %r is not in the providers file: add it there or fix spec.provider"
                 % proxy.spec.provider
             )
-            return self._latch(proxy, step, api.REASON_PROVIDER_NOT_CONFIGURED, message)
+            return self._latch(proxy, step, api.REASON_PROVIDER_NOT_CONFIGURED, message, proxy.generation)
         if latched and latched.get("status") == "True":
             status["conditions"] = conditions.set_condition(
                 conds, api.COND_PERMANENT, False, "Released", "", proxy.generation, self._now()
             )
             step.status = status
-        provider_id = status.get("providerID") or ""
-        base = {"provider": proxy.spec.provider, "name": instance_name(proxy.uid), "uid": proxy.uid}
         if not provider_id:
-            step.action = Action(CREATE, PHASE_CREATE, **base)
-        elif status.get("specHash") != proxy.spec.hash():
-            step.action = Action(GET, PHASE_REPLACE_GET, provider_id=provider_id, **base)
+            step.action = self._action(proxy, CREATE, PHASE_CREATE, proxy.spec.provider)
+        elif proxy.made_by != proxy.spec.provider or status.get("specHash") != proxy.spec.hash():
+            return self._plan_replacement(proxy, step)
         elif status.get("state") in ("Stopped", "Terminated"):
-            step.action = Action(DELETE, PHASE_RECYCLE, provider_id=provider_id, **base)
+            step.action = self._action(proxy, DELETE, PHASE_RECYCLE, proxy.made_by, provider_id)
         else:
-            step.action = Action(GET, PHASE_POLL, provider_id=provider_id, **base)
+            step.action = self._action(proxy, GET, PHASE_POLL, proxy.made_by, provider_id)
+        return step
+
+    def _plan_replacement(self, proxy: Proxy, step: Step) -> Step:
+        """Delete the old instance on the provider that made it; create only once it is gone."""
+        old, provider_id = proxy.made_by, proxy.status.get("providerID") or ""
+        if old in self.configured:
+            step.action = self._action(proxy, DELETE, PHASE_REPLACE, old, provider_id)
+            return step
+        if proxy.annotations.get(api.SKIP_CLEANUP_ANNOTATION) == "true":
+            status = self._forget_instance(
+                proxy, "old instance left behind (skip-cleanup); creating the replacement", proxy.generation
+            )
+            step.status, step.requeue_after = status, self.settings.requeue_now
+            step.events.append(
+                ("Warning", "CleanupSkipped", "left %s on provider %s behind" % (provider_id, old))
+            )
+            return step
+        message = (
+            "instance %s was made by provider %r, which is not in the providers file: add it back so "
+            "the old instance can be deleted before its replacement is created (or set annotation %s=true "
+            "to leave it behind)" % (provider_id, old, api.SKIP_CLEANUP_ANNOTATION)
+        )
+        status = self._with_ready(
+            proxy, False, api.REASON_OLD_PROVIDER_NOT_CONFIGURED, message, proxy.generation
+        )
+        step.status, step.backoff = status, True
         return step
 
     def _plan_deletion(self, proxy: Proxy) -> Step:
@@ -184,41 +165,51 @@ class Reconciler:
                     )
                 ],
             )
-        if not provider_id:
-            return Step(remove_finalizer=True)
-        action = Action(
-            GET,
-            PHASE_FINAL_GET,
-            proxy.spec.provider,
-            provider_id,
-            instance_name(proxy.uid),
-            proxy.uid,
-        )
-        return Step(action=action)
+        provider = proxy.made_by
+        if provider not in self.configured:
+            if not provider_id:  # nothing can have been made on a provider the file does not have
+                return Step(remove_finalizer=True)
+            answer = Answer(
+                ok=False,
+                error_class=TRANSIENT,
+                message="provider %r of %s is not in the providers file" % (provider, provider_id),
+            )
+            return self._deletion_retry(proxy, answer)
+        # Without an id a create may still have run (a crash before its status write): the
+        # module looks the instance up by name on that provider before saying it is gone.
+        return Step(action=self._action(proxy, DELETE, PHASE_FINAL, provider, provider_id))
 
     # -- apply -------------------------------------------------------------------------
 
     def apply(self, proxy: Proxy, action: Action, answer: Answer) -> Step:
+        """``proxy`` is the object now; ``action`` says which snapshot the answer is about."""
         handler = {
             PHASE_CREATE: self._after_create,
             PHASE_POLL: self._after_poll,
             PHASE_RECYCLE: self._after_recycle,
-            PHASE_REPLACE_GET: self._after_replace_get,
-            PHASE_REPLACE_DELETE: self._after_replace_delete,
-            PHASE_FINAL_GET: self._after_final_get,
-            PHASE_FINAL_DELETE: self._after_final_delete,
+            PHASE_REPLACE: self._after_replace,
+            PHASE_FINAL: self._after_final,
         }[action.phase]
         return handler(proxy, action, answer)
 
+    @staticmethod
+    def _generation(proxy: Proxy, action: Action) -> int:
+        return action.generation or proxy.generation
+
     def _after_create(self, proxy, action, answer) -> Step:
+        gen = self._generation(proxy, action)
         if not answer.ok:
             if answer.error_class == NOT_FOUND:  # NotFound inside create means "try again"
-                answer = dataclasses.replace(answer, error_class=TRANSIENT)
-            return self._failed(proxy, answer, "CreateFailed")
+                answer = Answer(ok=False, error_class=TRANSIENT, message=answer.message)
+            return self._failed(proxy, answer, "CreateFailed", gen)
         instance = answer.instance or {}
         status = dict(proxy.status)
-        status.update(providerID=instance.get("id", ""), specHash=proxy.spec.hash())
-        step = self._observed(proxy, status, instance)
+        status.update(
+            providerID=instance.get("id", ""),
+            specHash=action.spec_hash or proxy.spec.hash(),
+            provider=action.provider,
+        )
+        step = self._observed(proxy, status, instance, gen)
         step.events.append(
             ("Normal", "Created", "created %s on provider %s" % (instance.get("id"), action.provider))
         )
@@ -227,133 +218,146 @@ class Reconciler:
         return step
 
     def _after_poll(self, proxy, action, answer) -> Step:
+        gen = self._generation(proxy, action)
         if answer.ok and (answer.instance or {}).get("state") != "absent":
-            return self._observed(proxy, dict(proxy.status), answer.instance)
-        if answer.ok or answer.error_class == NOT_FOUND:
+            status = dict(proxy.status)
+            status.setdefault("provider", action.provider)
+            return self._observed(proxy, status, answer.instance, gen)
+        if _gone(answer):
             status = self._forget_instance(
-                proxy, "instance %s is gone; creating it again" % action.provider_id
+                proxy, "instance %s is gone; creating it again" % action.provider_id, gen
             )
             return Step(
                 status=status,
                 requeue_after=self.settings.requeue_now,
                 events=[("Warning", "InstanceLost", "%s not found; creating it again" % action.provider_id)],
             )
-        return self._failed(proxy, answer, "GetFailed")
+        if answer.error_class in (QUOTA, PERMANENT):
+            return self._failed(proxy, answer, "GetFailed", gen)
+        # A slow or failed read says nothing about the proxy: Ready stays what it was.
+        status = dict(proxy.status)
+        status["conditions"] = conditions.set_condition(
+            status.get("conditions"),
+            api.COND_PROVIDER_REACHABLE,
+            False,
+            "GetFailed",
+            "%s (retrying with backoff)" % answer.message,
+            gen,
+            self._now(),
+        )
+        status["observedGeneration"] = gen
+        return Step(status=status, backoff=True)
 
     def _after_recycle(self, proxy, action, answer) -> Step:
-        if answer.ok or answer.error_class == NOT_FOUND:
+        gen = self._generation(proxy, action)
+        if not answer.ok and not _gone(answer):
+            return self._failed(proxy, answer, "DeleteFailed", gen)
+        events = self._on_transition(
+            proxy, "Recycling", ("Normal", "Recycling", "deleting stopped instance %s" % action.provider_id)
+        )
+        if _gone(answer):
             status = self._forget_instance(
-                proxy, "instance %s stopped and was deleted; creating it again" % action.provider_id
+                proxy, "instance %s stopped and was deleted; creating it again" % action.provider_id, gen
             )
-            gone = answer.error_class == NOT_FOUND or (answer.instance or {}).get("state") in (
-                "absent",
-                None,
-                "",
-            )
-            return Step(
-                status=status if gone else None,
-                requeue_after=self.settings.requeue_now if gone else self.settings.deletion_poll,
-                events=[("Normal", "Recycling", "deleted stopped instance %s" % action.provider_id)],
-            )
-        return self._failed(proxy, answer, "DeleteFailed")
+            return Step(status=status, requeue_after=self.settings.requeue_now, events=events)
+        status = self._with_ready(
+            proxy, False, "Recycling", "instance %s stopped: deleting it" % action.provider_id, gen
+        )
+        return Step(status=status, requeue_after=self.settings.deletion_poll, events=events)
 
-    def _after_replace_get(self, proxy, action, answer) -> Step:
-        if (
-            answer.ok and (answer.instance or {}).get("state") == "absent"
-        ) or answer.error_class == NOT_FOUND:
-            status = self._forget_instance(proxy, "old instance gone; creating the replacement", "Replacing")
-            return Step(
-                status=status,
-                requeue_after=self.settings.requeue_now,
-                events=[("Normal", "Replacing", "old instance gone; creating the replacement")],
-            )
-        if answer.ok:
-            follow = dataclasses.replace(action, op=DELETE, phase=PHASE_REPLACE_DELETE)
-            status = dict(proxy.status)
-            status["conditions"] = conditions.set_condition(
-                status.get("conditions"),
-                api.COND_READY,
-                False,
-                "Replacing",
-                "spec changed: deleting %s before creating its replacement" % action.provider_id,
-                proxy.generation,
-                self._now(),
-            )
-            return Step(
-                action=follow,
-                status=status,
-                events=[("Normal", "Replacing", "spec changed: replacing %s" % action.provider_id)],
-            )
-        return self._failed(proxy, answer, "GetFailed")
-
-    def _after_replace_delete(self, proxy, action, answer) -> Step:
-        if answer.ok or answer.error_class == NOT_FOUND:
-            # Poll until Get says NotFound: only then is the (same) name free for the replacement.
-            return Step(requeue_after=self.settings.deletion_poll)
-        return self._failed(proxy, answer, "DeleteFailed")
-
-    def _after_final_get(self, proxy, action, answer) -> Step:
-        if answer.error_class == NOT_FOUND or (
-            answer.ok and (answer.instance or {}).get("state") == "absent"
-        ):
-            return Step(
-                remove_finalizer=True,
-                events=[("Normal", "Deleted", "instance %s is gone" % action.provider_id)],
-            )
-        if answer.ok or answer.error_class == PERMANENT:
-            # A permanent Get (e.g. a host removed from the config) still tries Delete.
-            return Step(action=dataclasses.replace(action, op=DELETE, phase=PHASE_FINAL_DELETE))
-        return self._deletion_retry(answer)
-
-    def _after_final_delete(self, proxy, action, answer) -> Step:
-        if answer.ok and (answer.instance or {}).get("state") in ("absent", "", None):
-            return Step(
-                remove_finalizer=True,
-                events=[("Normal", "Deleted", "instance %s deleted" % action.provider_id)],
-            )
-        if answer.ok or answer.error_class == NOT_FOUND:
-            return Step(requeue_after=self.settings.deletion_poll)
-        return self._deletion_retry(answer)
-
-    def _deletion_retry(self, answer) -> Step:
-        events = [
+    def _after_replace(self, proxy, action, answer) -> Step:
+        gen = self._generation(proxy, action)
+        if not answer.ok and not _gone(answer):
+            return self._failed(proxy, answer, "DeleteFailed", gen)
+        events = self._on_transition(
+            proxy,
+            "Replacing",
             (
-                "Warning",
-                "CleanupFailed",
-                "%s (set annotation %s=true to release without cleanup)"
-                % (answer.message, api.SKIP_CLEANUP_ANNOTATION),
+                "Normal",
+                "Replacing",
+                "spec changed: replacing %s on %s" % (action.provider_id, action.provider),
+            ),
+        )
+        if _gone(answer):  # only now is the name free (and the old provider rid of it)
+            status = self._forget_instance(
+                proxy, "old instance gone; creating the replacement", gen, "Replacing"
             )
-        ]
+            return Step(status=status, requeue_after=self.settings.requeue_now, events=events)
+        message = "spec changed: deleting %s on %s before creating its replacement" % (
+            action.provider_id,
+            action.provider,
+        )
+        status = self._with_ready(proxy, False, "Replacing", message, gen)
+        return Step(status=status, requeue_after=self.settings.deletion_poll, events=events)
+
+    def _after_final(self, proxy, action, answer) -> Step:
+        if _gone(answer):
+            what = action.provider_id or (answer.instance or {}).get("id") or action.name
+            return Step(
+                remove_finalizer=True,
+                events=[("Normal", "Deleted", "instance %s is gone" % what)],
+            )
+        if answer.ok:  # deleted, still going away: look again
+            return Step(requeue_after=self.settings.deletion_poll)
+        return self._deletion_retry(proxy, answer)
+
+    def _deletion_retry(self, proxy: Proxy, answer: Answer) -> Step:
+        """Never latched while deleting; one CleanupFailed Event per distinct failure."""
+        message = "%s (set annotation %s=true to release without cleanup)" % (
+            answer.message,
+            api.SKIP_CLEANUP_ANNOTATION,
+        )
+        previous = conditions.find(proxy.status.get("conditions"), api.COND_READY) or {}
+        events = []
+        if (previous.get("reason"), previous.get("message")) != ("CleanupFailed", message):
+            events.append(("Warning", "CleanupFailed", message))
+        status = self._with_ready(proxy, False, "CleanupFailed", message, proxy.generation)
         if answer.error_class == QUOTA:
-            return Step(requeue_after=self.settings.quota_retry, events=events)
-        return Step(backoff=True, events=events)  # Permanent is not latched while deleting
+            return Step(status=status, requeue_after=self.settings.quota_retry, events=events)
+        return Step(status=status, backoff=True, events=events)
 
     # -- shared ------------------------------------------------------------------------
 
-    def _forget_instance(self, proxy, message: str, reason: str = "Recreating") -> dict:
+    @staticmethod
+    def _on_transition(proxy: Proxy, reason: str, event: tuple) -> list:
+        """``[event]`` when Ready's reason is not already ``reason``: one Event per transition."""
+        ready = conditions.find(proxy.status.get("conditions"), api.COND_READY) or {}
+        return [] if ready.get("reason") == reason else [event]
+
+    def _with_ready(self, proxy: Proxy, value: bool, reason: str, message: str, gen: int) -> dict:
+        status = dict(proxy.status)
+        status["conditions"] = conditions.set_condition(
+            status.get("conditions"), api.COND_READY, value, reason, message, gen, self._now()
+        )
+        status["observedGeneration"] = gen
+        return status
+
+    def _forget_instance(self, proxy, message: str, gen: int, reason: str = "Recreating") -> dict:
         """Status without the instance: the id is cleared only once the instance is gone, so
         the next plan creates (the same name) again. A new instance is probed afresh."""
         status = dict(proxy.status)
-        status.update(providerID="", state="", ip="")
+        status.update(providerID="", state="", ip="", observedGeneration=gen)
+        status.pop("provider", None)
         conds = conditions.without(status.get("conditions"), api.COND_HEALTHY)
         status["conditions"] = conditions.set_condition(
-            conds, api.COND_READY, False, reason, message, proxy.generation, self._now()
+            conds, api.COND_READY, False, reason, message, gen, self._now()
         )
         return status
 
-    def _observed(self, proxy, status: dict, instance: dict) -> Step:
+    def _observed(self, proxy, status: dict, instance: dict, gen: int) -> Step:
         state = instance.get("state", "")
         status.update(
             state=state,
             ip=instance.get("ip", "") if state == "Running" else "",
-            observedGeneration=proxy.generation,
+            observedGeneration=gen,
         )
         if state != "Running":  # a new or restarted instance is probed afresh
             status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
-        now, gen = self._now(), proxy.generation
+        now = self._now()
         conds = status.get("conditions")
         conds = conditions.set_condition(conds, api.COND_QUOTA, False, "QuotaAvailable", "", gen, now)
         conds = conditions.set_condition(conds, api.COND_PERMANENT, False, "NoError", "", gen, now)
+        conds = conditions.set_condition(conds, api.COND_PROVIDER_REACHABLE, True, "Answered", "", gen, now)
         step = Step()
         was_ready = conditions.is_true(proxy.status.get("conditions"), api.COND_READY)
         healthy = conditions.find(conds, api.COND_HEALTHY)
@@ -393,9 +397,10 @@ class Reconciler:
         step.status = status
         return step
 
-    def _failed(self, proxy, answer: Answer, reason: str) -> Step:
+    def _failed(self, proxy, answer: Answer, reason: str, gen: int) -> Step:
         status = dict(proxy.status)
-        now, gen = self._now(), proxy.generation
+        now = self._now()
+        status["observedGeneration"] = gen
         if answer.error_class == QUOTA:
             message = "%s; retrying every %ds" % (answer.message, int(self.settings.quota_retry))
             status["conditions"] = conditions.set_condition(
@@ -416,7 +421,7 @@ class Reconciler:
                 events=[("Warning", "QuotaExceeded", answer.message)],
             )
         if answer.error_class == PERMANENT:
-            return self._latch(proxy, Step(), reason, answer.message)
+            return self._latch(proxy, Step(), reason, answer.message, gen)
         status["conditions"] = conditions.set_condition(
             status.get("conditions"),
             api.COND_READY,
@@ -428,9 +433,9 @@ class Reconciler:
         )
         return Step(status=status, backoff=True)
 
-    def _latch(self, proxy, step: Step, reason: str, message: str) -> Step:
+    def _latch(self, proxy, step: Step, reason: str, message: str, gen: int) -> Step:
         status = dict(proxy.status)
-        now, gen = self._now(), proxy.generation
+        now = self._now()
         status["conditions"] = conditions.set_condition(
             status.get("conditions"),
             api.COND_PERMANENT,

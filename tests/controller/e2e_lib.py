@@ -159,10 +159,17 @@ class ControllerProcess:
         os.replace(tmp, self.providers_file)
 
     def start(self, fault: str = "", extra_args=()) -> None:
+        # Everything the controller can write is under workdir: its home (ansible's ~/.ansible),
+        # its TMPDIR and its work dir, so a leak test can search all of it.
+        home, tmp = os.path.join(self.workdir, "home"), os.path.join(self.workdir, "tmp")
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        os.makedirs(tmp, mode=0o700, exist_ok=True)
         env = dict(
             os.environ,
             PYTHONPATH=os.path.join(ROOT, "controller"),
             ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".venv", "collections"),
+            HOME=home,
+            TMPDIR=tmp,
         )
         env.pop("EGRESS_PROXIES_CONTROLLER_FAULT", None)
         if fault:

@@ -292,6 +292,54 @@ def test_cloud_init_from_a_secret_never_leaks(e2e):
     assert oct(os.stat(runner).st_mode & 0o777) == "0o700"
 
 
+def _secret_with_sentinel(e2e, name: str) -> str:
+    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
+    k8s.CoreV1Api(e2e.admin).create_namespaced_secret(
+        e2e.namespace,
+        {
+            "metadata": {"name": name},
+            "data": {"user-data": base64.b64encode(("#cloud-config\n# %s\n" % sentinel).encode()).decode()},
+        },
+    )
+    return sentinel
+
+
+def _grep(sentinel: str, directory: str) -> str:
+    """Files under ``directory`` (home, TMPDIR and work dir of the controller) holding it."""
+    found = subprocess.run(["grep", "-rl", sentinel, directory], capture_output=True, text=True, check=False)
+    return found.stdout
+
+
+def test_cloud_init_never_reaches_disk_even_after_sigkill(e2e, tmp_path):
+    """SIGKILL while a create holding a Secret's content is running (its provider's API server
+    accepts and never answers): nothing of the content is in the controller's home
+    (~/.ansible), its TMPDIR or its work dir, not even the run's own files."""
+    from .blackhole import restart_with_hole
+
+    hole = restart_with_hole(e2e, tmp_path)
+    sentinel = _secret_with_sentinel(e2e, "ci-kill")
+    try:
+        e2e.create(
+            "seck", {"provider": "hole", "cloudInit": {"secretRef": {"name": "ci-kill", "key": "user-data"}}}
+        )
+        assert hole.accepted.wait(60), "the create never reached the provider"
+        e2e.controller.kill()
+        assert _grep(sentinel, e2e.controller.workdir) == ""
+    finally:
+        hole.close()  # the orphaned module's call fails at once and it exits
+        e2e.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            e2e.namespace,
+            PLURAL,
+            "seck",
+            {"metadata": {"annotations": {"crawl.example.com/skip-cleanup": "true"}}},
+        )
+        e2e.controller.write_providers(e2e.providers)
+        e2e.controller.start()
+        e2e.controller.wait_ready()
+
+
 def test_crash_after_create_before_status_converges_to_one_instance(e2e):
     e2e.controller.stop()
     e2e.controller.start(fault="after-create")
@@ -387,7 +435,9 @@ def test_gc_collects_an_old_orphan_and_keeps_live_young_and_foreign(e2e):
     _backdate(e2e, live["status"]["providerID"].split("/")[1])  # old, but its Proxy lives
     try:
         e2e.controller.stop()
-        e2e.controller.start(extra_args=["--gc-interval", "2", "--gc-min-age", "300"])
+        e2e.controller.start(
+            extra_args=["--gc-interval", "2", "--gc-min-age", "300", "--gc-own-installation"]
+        )
         e2e.controller.wait_ready()
         kube_testlib.wait_for(
             "the old orphan collected", lambda: "proxy-oldorphan" not in e2e.instances(), 90

@@ -245,7 +245,15 @@ def test_printer_columns(plural, columns):
 
 def test_proxy_status_fields_and_conditions():
     status = schema_of("proxies")["properties"]["status"]["properties"]
-    assert set(status) == {"providerID", "state", "ip", "specHash", "observedGeneration", "conditions"}
+    assert set(status) == {
+        "providerID",
+        "provider",
+        "state",
+        "ip",
+        "specHash",
+        "observedGeneration",
+        "conditions",
+    }
     assert status["state"]["enum"] == ["", "Provisioning", "Running", "Stopped", "Terminated"]
     assert status["observedGeneration"] == {
         **status["observedGeneration"],
@@ -476,13 +484,12 @@ def test_metrics_service_selects_the_controller():
 
 # The whole grant, rule by rule. Widening it must be a deliberate edit of this table.
 CONTROLLER_RULES = {
-    (GROUP, "proxies"): {"get", "list", "watch", "update", "patch"},
-    (GROUP, "proxies/status"): {"get", "update", "patch"},
-    (GROUP, "proxies/finalizers"): {"update"},
-    (GROUP, "providerhealths"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-    (GROUP, "providerhealths/status"): {"get", "update", "patch"},
+    (GROUP, "proxies"): {"get", "list", "watch", "patch"},
+    (GROUP, "proxies/status"): {"update"},
+    (GROUP, "providerhealths"): {"get", "list", "create", "delete"},
+    (GROUP, "providerhealths/status"): {"update"},
     ("", "secrets"): {"get"},
-    ("", "events"): {"create", "patch"},
+    ("", "events"): {"create"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 KUBERNETES_PROVIDER_RULES = {
@@ -490,6 +497,7 @@ KUBERNETES_PROVIDER_RULES = {
     ("", "configmaps"): {"get", "create", "update", "delete"},
     ("authorization.k8s.io", "selfsubjectaccessreviews"): {"create"},
     ("authentication.k8s.io", "selfsubjectreviews"): {"create"},
+    (GROUP, "proxies/finalizers"): {"update"},
 }
 
 
@@ -567,3 +575,15 @@ def test_bindings_name_the_controller_service_account():
         ]
         assert (binding["roleRef"]["kind"], binding["roleRef"]["name"]) in roles
         assert (binding["kind"] == "RoleBinding") == (binding["roleRef"]["kind"] == "Role")
+
+
+def test_grace_period_covers_the_drain_and_the_lease_timings_are_ordered():
+    """SIGTERM drains runs for at most --drain-timeout, renewing the Lease, before it is released:
+    the kubelet's SIGKILL must not come first. A leader stops at --renew-deadline, before a
+    standby may take over at --lease-duration."""
+    from egress_proxies_controller.__main__ import parser
+
+    defaults = parser().parse_args([])
+    grace = deployment()["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= defaults.drain_timeout + 30
+    assert defaults.retry_period < defaults.renew_deadline < defaults.lease_duration

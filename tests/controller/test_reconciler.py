@@ -15,12 +15,10 @@ from egress_proxies_controller.reconciler import (
     DELETE,
     GET,
     PHASE_CREATE,
-    PHASE_FINAL_DELETE,
-    PHASE_FINAL_GET,
+    PHASE_FINAL,
     PHASE_POLL,
     PHASE_RECYCLE,
-    PHASE_REPLACE_DELETE,
-    PHASE_REPLACE_GET,
+    PHASE_REPLACE,
     Action,
     Answer,
     Proxy,
@@ -98,7 +96,9 @@ def instance(state="Provisioning", ip="") -> dict:
 def test_new_proxy_gets_the_finalizer_and_a_create(r):
     step = r.plan(proxy(metadata__finalizers=[]))
     assert step.add_finalizer
-    assert step.action == Action(CREATE, PHASE_CREATE, "local", "", instance_name(UID), UID)
+    assert step.action == Action(
+        CREATE, PHASE_CREATE, "local", "", instance_name(UID), UID, 1, step.action.spec_hash
+    )
     assert step.status is None  # no providerID before create returned one
 
 
@@ -118,7 +118,7 @@ def test_spec_change_starts_a_replacement(r):
     p = proxy()
     p = proxy(status=running_status(p, specHash="0000"))
     step = r.plan(p)
-    assert (step.action.op, step.action.phase) == (GET, PHASE_REPLACE_GET)
+    assert (step.action.op, step.action.phase) == (DELETE, PHASE_REPLACE)
 
 
 @pytest.mark.parametrize("state", ["Stopped", "Terminated"])
@@ -139,7 +139,7 @@ def test_unconfigured_provider_latches_without_any_call(r):
 
 
 def test_latched_proxy_makes_no_call_until_the_generation_changes(r):
-    latched = r._latch(proxy(), r.plan(proxy()), "CreateFailed", "image not in catalogue").status
+    latched = r._latch(proxy(), r.plan(proxy()), "CreateFailed", "image not in catalogue", 1).status
     step = r.plan(proxy(status=latched))
     assert step.action is None and step.status is None and step.requeue_after is None
     step = r.plan(proxy(status=latched, metadata__generation=2))
@@ -157,7 +157,7 @@ def test_provider_not_configured_latch_is_released_when_the_provider_appears(r):
 
 
 def test_other_permanent_latch_is_not_released_by_config(r):
-    latched = r._latch(proxy(), r.plan(proxy()), "CreateFailed", "bad image").status
+    latched = r._latch(proxy(), r.plan(proxy()), "CreateFailed", "bad image", 1).status
     assert Reconciler(SETTINGS, ["local", "x"]).plan(proxy(status=latched)).action is None
 
 
@@ -285,7 +285,8 @@ def test_recycle_clears_the_id_once_gone(r):
     gone = r.apply(p, action, Answer(ok=True, instance={"id": action.provider_id, "state": "absent"}))
     assert gone.status["providerID"] == "" and gone.requeue_after == SETTINGS.requeue_now
     still = r.apply(p, action, Answer(ok=True, instance=instance("Terminated")))
-    assert still.status is None and still.requeue_after == SETTINGS.deletion_poll
+    assert still.status["providerID"] == action.provider_id  # kept until the provider says gone
+    assert still.requeue_after == SETTINGS.deletion_poll
     failed = r.apply(p, action, Answer(ok=False, error_class="transient", message="x"))
     assert failed.backoff
 
@@ -296,13 +297,14 @@ def test_recycle_clears_the_id_once_gone(r):
 def test_replacement_deletes_waits_for_not_found_then_creates(r):
     p = proxy()
     p = proxy(status=running_status(p, specHash="old"))
-    get = r.plan(p).action
-    step = r.apply(p, get, Answer(ok=True, instance=instance("Running", "127.77.0.1")))
-    assert (step.action.op, step.action.phase) == (DELETE, PHASE_REPLACE_DELETE)
+    delete = r.plan(p).action
+    assert (delete.op, delete.phase) == (DELETE, PHASE_REPLACE)
+    step = r.apply(p, delete, Answer(ok=True, instance=instance("Terminated")))
     assert cond(step.status, api.COND_READY)["reason"] == "Replacing"
-    deleted = r.apply(p, step.action, Answer(ok=True, instance=instance("Terminated")))
-    assert deleted.requeue_after == SETTINGS.deletion_poll and deleted.status is None
-    gone = r.apply(p, get, Answer(ok=False, error_class="not_found"))
+    assert step.requeue_after == SETTINGS.deletion_poll and step.status["providerID"]
+    again = r.plan(proxy(status=step.status)).action
+    assert (again.op, again.phase) == (DELETE, PHASE_REPLACE)  # planned again, not remembered
+    gone = r.apply(p, delete, Answer(ok=True, instance={"id": delete.provider_id, "state": "absent"}))
     assert gone.status["providerID"] == "" and gone.requeue_after == SETTINGS.requeue_now
     create = r.plan(proxy(status=gone.status)).action
     assert create.op == CREATE and create.name == instance_name(UID)  # same name for the replacement
@@ -313,7 +315,7 @@ def test_replacement_recovers_from_a_crash_between_create_and_status_write(r):
     (same-named) instance, which create adopts idempotently after the delete/recreate cycle."""
     p = proxy()
     stale = proxy(status=running_status(p, specHash="old"))
-    assert r.plan(stale).action.phase == PHASE_REPLACE_GET
+    assert r.plan(stale).action.phase == PHASE_REPLACE
 
 
 # -- deletion -------------------------------------------------------------------------------
@@ -331,8 +333,8 @@ def test_deletion_without_finalizer_does_nothing(r):
     assert step.action is None and not step.remove_finalizer
 
 
-def test_deletion_without_an_id_releases_at_once(r):
-    step = r.plan(deleting(status={}))
+def test_deletion_without_an_id_on_an_unknown_provider_releases_at_once(r):
+    step = r.plan(deleting(status={}, spec__provider="never-configured"))
     assert step.remove_finalizer and step.action is None
 
 
@@ -342,46 +344,29 @@ def test_skip_cleanup_annotation_releases(r):
     assert step.events[0][1] == "CleanupSkipped"
 
 
-def test_deletion_gets_then_deletes_until_not_found(r):
+def test_deletion_deletes_until_gone(r):
     p = deleting()
-    get = r.plan(p).action
-    assert (get.op, get.phase) == (GET, PHASE_FINAL_GET)
-    found = r.apply(p, get, Answer(ok=True, instance=instance("Running", "127.77.0.1")))
-    assert (found.action.op, found.action.phase) == (DELETE, PHASE_FINAL_DELETE)
-    returned_early = r.apply(p, found.action, Answer(ok=True, instance=instance("Terminated")))
+    delete = r.plan(p).action
+    assert (delete.op, delete.phase, delete.provider_id) == (DELETE, PHASE_FINAL, p.status["providerID"])
+    returned_early = r.apply(p, delete, Answer(ok=True, instance=instance("Terminated")))
     assert returned_early.requeue_after == SETTINGS.deletion_poll and not returned_early.remove_finalizer
-    done = r.apply(p, found.action, Answer(ok=True, instance={"id": get.provider_id, "state": "absent"}))
+    done = r.apply(p, delete, Answer(ok=True, instance={"id": delete.provider_id, "state": "absent"}))
     assert done.remove_finalizer
-    gone = r.apply(p, get, Answer(ok=False, error_class="not_found"))
+    gone = r.apply(p, delete, Answer(ok=False, error_class="not_found"))
     assert gone.remove_finalizer
-
-
-def test_permanent_get_while_deleting_still_tries_delete(r):
-    p = deleting()
-    get = r.plan(p).action
-    step = r.apply(p, get, Answer(ok=False, error_class="permanent", message="host removed"))
-    assert step.action.op == DELETE
-    released = r.apply(p, step.action, Answer(ok=True, instance={"id": get.provider_id, "state": "absent"}))
-    assert released.remove_finalizer
 
 
 def test_deletion_failures_are_never_latched(r):
     p = deleting()
-    get = r.plan(p).action
-    delete = dataclass_replace(get, op=DELETE, phase=PHASE_FINAL_DELETE)
+    delete = r.plan(p).action
     perm = r.apply(p, delete, Answer(ok=False, error_class="permanent", message="denied"))
-    assert perm.backoff and perm.status is None and not perm.remove_finalizer
+    assert perm.backoff and not perm.remove_finalizer
+    assert not any(c["type"] == api.COND_PERMANENT for c in perm.status.get("conditions", []))
     assert api.SKIP_CLEANUP_ANNOTATION in perm.events[0][2]
-    quota = r.apply(p, get, Answer(ok=False, error_class="quota_exceeded", message="rate"))
+    quota = r.apply(p, delete, Answer(ok=False, error_class="quota_exceeded", message="rate"))
     assert quota.requeue_after == SETTINGS.quota_retry
-    transient = r.apply(p, get, Answer(ok=False, error_class="transient", message="down"))
+    transient = r.apply(p, delete, Answer(ok=False, error_class="transient", message="down"))
     assert transient.backoff
-
-
-def dataclass_replace(action, **changes):
-    import dataclasses
-
-    return dataclasses.replace(action, **changes)
 
 
 # -- spec -----------------------------------------------------------------------------------

@@ -1,0 +1,157 @@
+"""In-memory stand-ins for the manager's collaborators: the API (with resourceVersions and 409s),
+the informer's cache and the executor, so the manager's wiring is table-tested without a server.
+
+``FakeKube`` keeps one object per key and bumps ``resourceVersion`` on every write, refusing a
+status write whose resourceVersion is stale with a 409, as the API server does. ``FakeExecutor``
+answers each action with a function of the action and can edit objects while "the run" goes on.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from egress_proxies_controller import api
+from egress_proxies_controller.kube import Conflict
+from egress_proxies_controller.reconciler import Answer
+from kubernetes.client.exceptions import ApiException
+
+
+class FakeKube:
+    def __init__(self):
+        self.objects = {}
+        self.events = []  # (key, type, reason, message)
+        self.status_writes = []  # (key, status)
+        self.secrets = {}  # (namespace, name) -> {key: bytes}
+        self._rv = 100
+
+    def _bump(self, obj: dict) -> dict:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        return obj
+
+    def put(self, obj: dict) -> dict:
+        """Create or edit an object as a user would (spec edits bump the generation)."""
+        obj = copy.deepcopy(obj)
+        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        old = self.objects.get(key)
+        if old is not None and old["spec"] != obj["spec"]:
+            obj["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
+        self.objects[key] = self._bump(obj)
+        return copy.deepcopy(self.objects[key])
+
+    def get(self, key: str) -> dict | None:
+        return copy.deepcopy(self.objects.get(key))
+
+    def write_status(self, obj, compute, retry=True):
+        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        current = obj
+        for _try in range(5):
+            stored = self.objects.get(key)
+            if stored is None:
+                return None
+            status = compute(current)
+            if status is None or status == (current.get("status") or {}):
+                return None
+            if current["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"]:
+                if not retry:
+                    raise Conflict(key)
+                current = copy.deepcopy(stored)
+                continue
+            stored["status"] = copy.deepcopy(status)
+            self._bump(stored)
+            self.status_writes.append((key, copy.deepcopy(status)))
+            return copy.deepcopy(stored)
+        raise RuntimeError("conflicts")
+
+    def set_finalizer(self, obj, present):
+        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        stored = self.objects.get(key)
+        if stored is None:
+            return None
+        finalizers = [f for f in stored["metadata"].get("finalizers", []) if f != api.FINALIZER]
+        if present:
+            finalizers.append(api.FINALIZER)
+        stored["metadata"]["finalizers"] = finalizers
+        if not present and stored["metadata"].get("deletionTimestamp"):
+            del self.objects[key]
+            return None
+        return copy.deepcopy(self._bump(stored))
+
+    def event(self, obj, event_type, reason, message, component):
+        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        self.events.append((key, event_type, reason, message))
+
+    def secret_value(self, namespace, name, key):
+        import base64
+
+        raw = self.secrets.get((namespace, name), {}).get(key)
+        if isinstance(raw, Exception):
+            raise raw
+        if raw is None:
+            raise LookupError("cloud-init Secret %s/%s has no key %r" % (namespace, name, key))
+        try:
+            return base64.b64decode(base64.b64encode(raw)).decode("utf-8")
+        except UnicodeDecodeError:
+            raise LookupError(
+                "cloud-init Secret %s/%s key %r is not UTF-8 text" % (namespace, name, key)
+            ) from None
+
+
+class FakeInformer:
+    """The cache the manager reads: a view of ``FakeKube`` (always current, like a fast watch)."""
+
+    def __init__(self, kube: FakeKube):
+        self.kube = kube
+
+    def get(self, key):
+        return self.kube.get(key)
+
+    def store(self, obj):
+        pass
+
+    def cache_keys(self):
+        return list(self.kube.objects)
+
+
+class FakeExecutor:
+    def __init__(self, answer, during=None):
+        self.answer = answer  # (key, action, fields) -> Answer
+        self.during = during  # called once the run "started", e.g. to edit an object
+        self.calls = []
+
+    def execute(self, actions, create_fields):
+        self.calls.append(dict(actions))
+        answers = {}
+        fields = {}
+        for key, action in actions.items():
+            if action.op == "create":
+                try:
+                    fields[key] = create_fields(key)
+                except LookupError as exc:
+                    answers[key] = Answer(ok=False, error_class="transient", message=str(exc))
+        if self.during is not None:
+            self.during()
+        for key, action in actions.items():
+            if key not in answers:
+                answers[key] = self.answer(key, action, fields.get(key))
+        return answers
+
+
+def proxy_object(name: str = "p1", namespace: str = "ns", uid: str = "uid-1", **spec) -> dict:
+    return {
+        "metadata": {
+            "namespace": namespace,
+            "name": name,
+            "uid": uid,
+            "generation": 1,
+            "finalizers": [api.FINALIZER],
+            "annotations": {},
+            "resourceVersion": "1",
+        },
+        "spec": dict({"provider": "local", "port": 3128}, **spec),
+        "status": {},
+    }
+
+
+def conflict() -> ApiException:
+    return ApiException(status=409, reason="Conflict")

@@ -1,0 +1,130 @@
+"""A providers-file mistake never latches the fleet (issue 14), on the real test API server.
+
+Two local Proxies become Ready; then the file is broken in each of the ways people break it
+(invalid YAML, an unknown key, a removed provider, a non-UTF-8 byte), each for longer than a
+Running poll, and fixed again. Watching the Proxies all along: none ever gets PermanentError or
+loses Ready, each keeps its providerID, none gets a Warning Event; the controller reports each
+problem once, on its Lease and on /readyz, naming the file (a removed provider that made
+instances as ProvidersMissing).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+import yaml
+from cluster import kube_testlib
+from kubernetes import client as k8s
+
+from . import e2e_lib, test_e2e
+from .e2e_lib import GROUP, PLURAL, VERSION, condition
+
+pytestmark = [pytest.mark.squid]
+controller_api = e2e_lib.controller_api
+e2e = test_e2e.e2e
+RUNNING_POLL = 3.0  # the harness's --running-poll
+
+
+class Watcher:
+    """Reads the Proxies every 0.2 s and records every status they show."""
+
+    def __init__(self, e2e, names):
+        self.e2e, self.names, self.seen = e2e, names, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(0.2):
+            for name in self.names:
+                obj = self.e2e.custom.get_namespaced_custom_object(
+                    GROUP, VERSION, self.e2e.namespace, PLURAL, name
+                )
+                self.seen.append((name, json.loads(json.dumps(obj.get("status") or {}))))
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(10)
+
+
+def _readyz(e2e) -> str:
+    url = "http://127.0.0.1:%d/readyz" % e2e.controller.health_port
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.read().decode()
+
+
+def _lease_events(e2e) -> list:
+    items = (
+        k8s.CoreV1Api(e2e.admin)
+        .list_namespaced_event(
+            e2e_lib.CONTROLLER_NS, field_selector="involvedObject.name=%s" % e2e.controller.lease_id
+        )
+        .items
+    )
+    return [(e.reason, e.message) for e in items]
+
+
+def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
+    names = ("cfg-a", "cfg-b")
+    for name in names:
+        e2e.create(name, {"provider": "local"})
+    ids = {name: e2e.wait_ready(name)["status"]["providerID"] for name in names}
+    good = yaml.safe_dump(e2e.providers).encode()
+    without_local = dict(
+        e2e.providers, providers=[p for p in e2e.providers["providers"] if p["name"] != "local"]
+    )
+    unknown_key = json.loads(json.dumps(e2e.providers))
+    unknown_key["providers"][0]["local"]["colour"] = "blue"  # only the modules' schema knows
+    breakages = [
+        ("invalid YAML", b"providers: [\n  - name: local\n", "not valid YAML"),
+        ("unknown key", yaml.safe_dump(unknown_key).encode(), "colour"),
+        ("removed provider", yaml.safe_dump(without_local).encode(), "no provider 'local'"),
+        ("non-UTF-8 byte", good.replace(b"installation", b"installation\xff", 1), "not UTF-8"),
+    ]
+    watcher = Watcher(e2e, names)
+    try:
+        for what, data, problem in breakages:
+            with open(e2e.controller.providers_file + ".tmp", "wb") as handle:
+                handle.write(data)
+            import os
+
+            os.replace(e2e.controller.providers_file + ".tmp", e2e.controller.providers_file)
+            if problem:
+                kube_testlib.wait_for(
+                    "%s reported on /readyz" % what, lambda p=problem: p in _readyz(e2e), timeout=30
+                )
+                kube_testlib.wait_for(
+                    "%s reported as an Event" % what,
+                    lambda p=problem: any(
+                        r in ("ProvidersFileInvalid", "ProvidersMissing") and p in m
+                        for r, m in _lease_events(e2e)
+                    ),
+                    timeout=30,
+                )
+            time.sleep(2 * RUNNING_POLL)  # polls come due while the file is broken
+            e2e.controller.write_providers(e2e.providers)
+            kube_testlib.wait_for(
+                "fixed file in use", lambda: "providers file:" not in _readyz(e2e), timeout=30
+            )
+        time.sleep(2 * RUNNING_POLL)
+    finally:
+        watcher.stop()
+    assert watcher.seen, "the watcher read nothing"
+    for name, status in watcher.seen:
+        assert status.get("providerID") == ids[name], (name, status)
+        assert condition({"status": status}, "Ready").get("status") == "True", (name, status)
+        assert condition({"status": status}, "PermanentError").get("status") != "True", (name, status)
+    for name in names:
+        assert [r for r, _m in e2e.events(name) if r not in ("Created", "Ready")] == []
+        assert e2e.wait_ready(name)["status"]["providerID"] == ids[name]
+    reports = [m for r, m in _lease_events(e2e) if r == "ProvidersFileInvalid"]
+    assert len(reports) == 3 and all(e2e.controller.providers_file in m for m in reports)
+    assert [r for r, _m in _lease_events(e2e)].count("ProvidersMissing") == 1
+    assert "egress_proxies_providers_file_error 0.0" in e2e.controller.metrics()

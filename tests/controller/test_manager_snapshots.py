@@ -1,0 +1,229 @@
+"""The manager applies an answer only to the object it was planned for (issue 14).
+
+Runs the real Manager, WorkQueue and Reconciler over the in-memory API of fake_cluster.py:
+objects are edited, replaced or made stale "while the run goes on", and the tests check what
+was written and what is planned next.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+from egress_proxies_controller import api
+from egress_proxies_controller.kube import Kube
+from egress_proxies_controller.manager import Manager
+from egress_proxies_controller.providers_config import ProvidersConfig
+from egress_proxies_controller.reconciler import Answer, Settings, instance_name
+from egress_proxies_controller.spec import ProxySpec
+from egress_proxies_controller.workqueue import WorkQueue
+
+from .fake_cluster import FakeExecutor, FakeInformer, FakeKube, proxy_object
+
+KEY = "ns/p1"
+
+
+def running(key, action, fields):
+    if action.op == "delete":
+        return Answer(ok=True, instance={"id": action.provider_id, "state": "absent"})
+    return Answer(
+        ok=True,
+        instance={
+            "id": "local/" + action.name,
+            "name": action.name,
+            "uid": action.uid,
+            "state": "Running",
+            "ip": "127.77.0.1",
+        },
+    )
+
+
+@pytest.fixture
+def providers_file(tmp_path):
+    path = tmp_path / "providers.yaml"
+    path.write_text("providers:\n  - {name: local, type: local}\n")
+    return str(path)
+
+
+def manager(kube, executor, providers_file, informer=None) -> Manager:
+    queue = WorkQueue(0.01, 0.02)
+    private = os.path.join(os.path.dirname(providers_file), "private")
+    config = ProvidersConfig(providers_file, private, lambda _path, _names: [])
+    m = Manager(kube, informer or FakeInformer(kube), queue, executor, Settings(), config)
+    m.reload_config()
+    return m
+
+
+def tick(m: Manager) -> list:
+    keys = m.queue.pop_due(100, 0)
+    m._process(keys)
+    assert m.drain(30)
+    return keys
+
+
+def test_spec_edit_during_a_create_records_the_planned_spec_then_replaces(providers_file):
+    kube = FakeKube()
+    planned = kube.put(proxy_object())
+    executor = FakeExecutor(running, during=lambda: kube.put(proxy_object(port=8080)))
+    m = manager(kube, executor, providers_file)
+    assert tick(m) == [KEY]
+    status = kube.get(KEY)["status"]
+    assert status["specHash"] == ProxySpec.from_object(planned).hash()
+    assert status["observedGeneration"] == 1 and status["providerID"]
+    assert tick(m) == [KEY]  # re-planned at once from generation 2
+    last = executor.calls[-1][KEY]
+    assert (last.op, last.phase, last.generation) == ("delete", "replace", 2)
+
+
+def test_answer_for_a_proxy_recreated_under_the_same_name_is_dropped(providers_file):
+    kube = FakeKube()
+    kube.put(proxy_object())
+
+    def recreate():
+        del kube.objects[KEY]
+        kube.put(proxy_object(uid="uid-2"))
+
+    executor = FakeExecutor(running, during=recreate)
+    m = manager(kube, executor, providers_file)
+    tick(m)
+    assert not (kube.get(KEY).get("status") or {}).get("providerID")  # not the old object's instance
+    executor.during = None
+    tick(m)
+    create = executor.calls[-1][KEY]
+    assert (create.op, create.uid, create.name) == ("create", "uid-2", instance_name("uid-2"))
+
+
+def test_no_follow_up_is_taken_from_memory_for_a_new_object_of_the_same_name(providers_file):
+    kube = FakeKube()
+    old = proxy_object()
+    old["status"] = {"providerID": "local/old", "specHash": "old", "state": "Running", "provider": "local"}
+    kube.put(old)
+
+    def still_there(key, action, fields):
+        return Answer(ok=True, instance={"id": action.provider_id, "uid": action.uid, "state": "Running"})
+
+    executor = FakeExecutor(still_there)
+    m = manager(kube, executor, providers_file)
+    tick(m)
+    del kube.objects[KEY]
+    kube.put(proxy_object(uid="uid-2"))
+    m.queue.add(KEY)
+    tick(m)
+    nxt = executor.calls[-1][KEY]
+    assert (nxt.op, nxt.uid, nxt.provider_id) == ("create", "uid-2", "")
+
+
+class StaleInformer(FakeInformer):
+    """Serves the object as it was before the test's last edit (a cache behind the API)."""
+
+    def __init__(self, kube, stale):
+        super().__init__(kube)
+        self.stale = stale
+
+    def get(self, key):
+        return self.stale.pop(key, None) or super().get(key)
+
+
+def test_a_conflict_on_the_plans_write_replans_instead_of_acting(providers_file):
+    kube = FakeKube()
+    latched = proxy_object()
+    latched["status"] = {
+        "conditions": [
+            {
+                "type": api.COND_PERMANENT,
+                "status": "True",
+                "reason": api.REASON_PROVIDER_NOT_CONFIGURED,
+                "message": "x",
+                "observedGeneration": 1,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    stale = kube.put(latched)
+    kube.put(dict(latched, metadata=dict(latched["metadata"], annotations={"note": "edited"})))
+    executor = FakeExecutor(running)
+    informer = StaleInformer(kube, {})
+    m = manager(kube, executor, providers_file, informer)
+    informer.stale[KEY] = stale  # what the next reconcile reads
+    tick(m)
+    assert executor.calls == []  # nothing done from a plan whose write met a newer object
+    assert tick(m) == [KEY]  # planned again at once, from the current object
+    assert executor.calls[-1][KEY].op == "create"
+
+
+def test_a_secret_that_cannot_be_read_fails_only_its_proxy(providers_file):
+    import urllib3
+
+    kube = FakeKube()
+    kube.put(proxy_object(cloudInit={"secretRef": {"name": "ci", "key": "user-data"}}))
+    kube.put(proxy_object(name="p2", uid="uid-2"))
+    kube.secrets[("ns", "ci")] = {
+        "user-data": urllib3.exceptions.ReadTimeoutError(None, "/", "read timed out")
+    }
+    executor = FakeExecutor(running)
+    m = manager(kube, executor, providers_file)
+    tick(m)
+    assert kube.get("ns/p2")["status"]["providerID"]
+    ready = next(c for c in kube.get(KEY)["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] == "Retrying" and "ci" in ready["message"]
+
+
+class SecretsApi:
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def read_namespaced_secret(self, name, namespace, **_kw):
+        class Secret:
+            pass
+
+        secret = Secret()
+        secret.data = {"user-data": base64.b64encode(self.data).decode()}
+        return secret
+
+
+def test_non_utf8_user_data_is_a_readable_per_item_error():
+    import gzip
+
+    kube = Kube.__new__(Kube)
+    kube.core, kube.timeout = SecretsApi(gzip.compress(b"#cloud-config\n")), 1
+    with pytest.raises(LookupError, match="not UTF-8"):
+        kube.secret_value("ns", "ci", "user-data")
+
+
+def test_a_provider_removed_under_proxies_with_instances_is_reported_once(providers_file):
+    kube = FakeKube()
+    made = proxy_object()
+    made["status"] = {"providerID": "local/proxy-x", "provider": "local", "specHash": "h", "state": "Running"}
+    kube.put(made)
+    kube.put(proxy_object(name="fresh", uid="uid-2"))  # no instance: nothing to report for it
+    reports = []
+    m = manager(kube, FakeExecutor(running), providers_file)
+    m.report_missing = reports.append
+    with open(providers_file, "w") as handle:
+        handle.write("providers:\n  - {name: other, type: local}\n")
+    m.reload_config()
+    m.reload_config()  # unchanged: not reported again
+    assert reports == [{"local": 1}]
+    assert kube.status_writes == [] and kube.events == []  # no Proxy is written or told
+
+
+class FailingExecutor:
+    def execute(self, actions, create_fields):
+        raise RuntimeError("the runner blew up")
+
+
+def test_a_failed_run_backs_off_only_the_keys_it_held(providers_file):
+    """p1 is finished at plan time (latched: no call); p2's run fails as a whole. Only p2 backs
+    off: p1 may already be in another batch, and its backoff must not grow for someone else's
+    failure."""
+    kube = FakeKube()
+    latched = proxy_object(provider="nowhere")  # ProviderNotConfigured: planned, no call
+    kube.put(latched)
+    kube.put(proxy_object(name="p2", uid="uid-2"))
+    m = manager(kube, FailingExecutor(), providers_file)
+    m._slots.acquire()  # as the loop does before handing a batch over
+    m._batch(m.queue.pop_due(100, 0))
+    assert m.drain(30)
+    assert m.queue.failures("ns/p2") == 1
+    assert m.queue.failures(KEY) == 0
