@@ -249,3 +249,30 @@ def test_a_playbook_targets_a_provider_group_and_reaches_each_proxy(fleet, tmp_p
         ip = fleet["instances"][name]["ip"]
         assert "reached %s at %s:3128" % (name, ip) in run.stdout
     assert by_provider(fleet, "loc-b")[0] not in run.stdout
+
+
+def test_one_instance_name_on_two_providers_keeps_the_first(fleet, tmp_path):
+    defaults = {"providers_file": fleet["providers_file"]}
+    twin = {"provider": "loc-b", "uid": "team-a-1", "wait": True, "wait_timeout": 60}
+    run = run_playbook(tmp_path, [{"name": "twin", PI: twin}], module_defaults=defaults)
+    assert run.rc == 0, run.stdout[-3000:]
+    name = run["twin"]["instance"]["name"]
+    try:
+        assert fleet["instances"][name]["provider"] == "loc-a"  # the same uid, hence the same name
+        lenient = cli.inventory(cli.write_source(tmp_path, providers_file=fleet["providers_file"]))
+        assert lenient.rc == 0, lenient.stderr
+        assert lenient.hostvars[name]["egress_proxies"]["provider"] == "loc-a"
+        assert name not in lenient.hosts_of("provider_loc_b")
+        assert "instance %s is listed by providers loc-a and loc-b" % name in lenient.stderr
+        strict = cli.inventory(
+            cli.write_source(
+                tmp_path, "strict.proxies.yml", providers_file=fleet["providers_file"], strict=True
+            )
+        )
+        assert strict.rc != 0
+        assert "instance %s is listed by providers loc-a and loc-b" % name in strict.stderr
+    finally:
+        gone = run_playbook(
+            tmp_path, [{"name": "gone", PI: dict(twin, state="absent")}], module_defaults=defaults
+        )
+        assert gone.rc == 0, gone.stdout[-3000:]
