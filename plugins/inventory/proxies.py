@@ -87,10 +87,12 @@ seealso:
 """
 
 EXAMPLES = r"""
+---
 # inventory/egress.proxies.yml: every proxy of every provider in the providers file
 plugin: crawl.egress_proxies.proxies
 providers_file: /etc/egress-proxies/providers.yaml
 
+---
 # Only two providers, a shorter deadline, cached for ten minutes, and constructed groups
 plugin: crawl.egress_proxies.proxies
 providers: [gcp-eu, hv]
