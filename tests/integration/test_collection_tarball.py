@@ -115,7 +115,10 @@ def test_the_tarball_ships_what_a_user_needs_and_nothing_else(tarball):
         "tests/sanity/README.md",
         "tests/sanity/ignore-2.19.txt",
     ]
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or ".egg-info" in n]
+    assert [n for n in names if n.startswith("controller/") and not n.startswith("controller/config/")] == [
+        "controller/"
+    ]
 
 
 def test_the_installed_tarball_works_on_its_own(tarball, tmp_path):
