@@ -77,3 +77,46 @@ def test_pip_install_in_a_fresh_venv_gives_the_console_script_and_the_version(tm
         check=True,
     )
     assert where.stdout.startswith(str(venv)), where.stdout  # the installed copy, not the sources
+
+
+def test_the_readme_controller_commands_work_after_the_demo_set_up(tmp_path):
+    """`make demo`'s set-up (hack/bootstrap.sh demo) on a copy of what it reads, then the README's
+    commands: the demo venv once lacked prometheus_client, so `--help` failed after `make demo`."""
+    copy = tmp_path / "repo"
+    for name in ("hack", "controller"):
+        shutil.copytree(
+            os.path.join(ROOT, name),
+            copy / name,
+            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "config"),
+        )
+    for name in ("requirements.txt", "requirements-dev.txt"):
+        shutil.copy(os.path.join(ROOT, name), copy / name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHON"] = sys.executable
+    setup = subprocess.run(
+        ["bash", str(copy / "hack" / "bootstrap.sh"), "demo"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+        check=False,
+    )
+    assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
+    venv_bin = copy / ".venv" / "bin"
+    for argv in (
+        [str(venv_bin / "egress-proxies-controller")],
+        [str(venv_bin / "python"), "-m", "egress_proxies_controller"],
+    ):
+        helped = subprocess.run(
+            [*argv, "--help"], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
+        )
+        assert helped.returncode == 0, helped.stderr
+        assert "--providers-file" in helped.stdout
+    version = subprocess.run(
+        [str(venv_bin / "egress-proxies-controller"), "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert version.stdout.strip() == "egress-proxies-controller %s" % collection_version(), version.stderr
