@@ -26,6 +26,38 @@ def collection_version() -> str:
         return yaml.safe_load(handle)["version"]
 
 
+def copy_source(name: str, dest) -> None:
+    """A copy of the repository's ``name``: building writes egg-info next to the sources."""
+    shutil.copytree(
+        os.path.join(ROOT, name),
+        dest,
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "config"),
+    )
+
+
+def run(argv: list, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``argv`` without this test process's PYTHONPATH or virtualenv, so nothing of it leaks in."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PYTHON"] = sys.executable
+    return subprocess.run(
+        argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, check=False
+    )
+
+
+def assert_the_commands_work(venv_bin, cwd) -> None:
+    """The console script and ``python -m``: ``--version`` is the collection's, ``--help`` every flag."""
+    expected = "egress-proxies-controller %s" % collection_version()
+    for argv in (
+        [str(venv_bin / "egress-proxies-controller")],
+        [str(venv_bin / "python"), "-m", "egress_proxies_controller"],
+    ):
+        version = run([*argv, "--version"], cwd=cwd)
+        assert (version.returncode, version.stdout.strip()) == (0, expected), version.stderr
+        helped = run([*argv, "--help"], cwd=cwd)
+        assert helped.returncode == 0, helped.stderr
+        assert "--providers-file" in helped.stdout and "--leader-elect" in helped.stdout
+
+
 def test_one_version_for_the_collection_and_the_controller_package():
     with open(os.path.join(ROOT, "controller", "pyproject.toml"), "rb") as handle:
         project = tomllib.load(handle)["project"]
@@ -34,89 +66,37 @@ def test_one_version_for_the_collection_and_the_controller_package():
 
 
 def test_pip_install_in_a_fresh_venv_gives_the_console_script_and_the_version(tmp_path):
-    source = tmp_path / "controller"  # a copy: building writes egg-info next to the sources
-    shutil.copytree(
-        os.path.join(ROOT, "controller"),
-        source,
-        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "config"),
-    )
+    copy_source("controller", tmp_path / "controller")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    install = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(source)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        check=False,
+    install = run(
+        [
+            str(venv / "bin" / "pip"),
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            str(tmp_path / "controller"),
+        ]
     )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     elsewhere = tmp_path / "elsewhere"  # neither the repository nor the copy is on sys.path
     elsewhere.mkdir()
-    expected = "egress-proxies-controller %s" % collection_version()
-    for argv in (
-        [str(venv / "bin" / "egress-proxies-controller")],
-        [str(venv / "bin" / "python"), "-m", "egress_proxies_controller"],
-    ):
-        version = subprocess.run(
-            [*argv, "--version"], capture_output=True, text=True, env=env, cwd=elsewhere, check=False
-        )
-        assert (version.returncode, version.stdout.strip()) == (0, expected), version.stderr
-        helped = subprocess.run(
-            [*argv, "--help"], capture_output=True, text=True, env=env, cwd=elsewhere, check=False
-        )
-        assert helped.returncode == 0, helped.stderr
-        assert "--providers-file" in helped.stdout and "--leader-elect" in helped.stdout
-    where = subprocess.run(
+    assert_the_commands_work(venv / "bin", elsewhere)
+    where = run(
         [str(venv / "bin" / "python"), "-c", "import egress_proxies_controller as c; print(c.__file__)"],
-        capture_output=True,
-        text=True,
-        env=env,
         cwd=elsewhere,
-        check=True,
     )
-    assert where.stdout.startswith(str(venv)), where.stdout  # the installed copy, not the sources
+    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the installed copy
 
 
 def test_the_readme_controller_commands_work_after_the_demo_set_up(tmp_path):
     """`make demo`'s set-up (hack/bootstrap.sh demo) on a copy of what it reads, then the README's
     commands: the demo venv once lacked prometheus_client, so `--help` failed after `make demo`."""
-    copy = tmp_path / "repo"
+    repo = tmp_path / "repo"
     for name in ("hack", "controller"):
-        shutil.copytree(
-            os.path.join(ROOT, name),
-            copy / name,
-            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "config"),
-        )
+        copy_source(name, repo / name)
     for name in ("requirements.txt", "requirements-dev.txt"):
-        shutil.copy(os.path.join(ROOT, name), copy / name)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["PYTHON"] = sys.executable
-    setup = subprocess.run(
-        ["bash", str(copy / "hack" / "bootstrap.sh"), "demo"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
-        check=False,
-    )
+        shutil.copy(os.path.join(ROOT, name), repo / name)
+    setup = run(["bash", str(repo / "hack" / "bootstrap.sh"), "demo"], timeout=1800)
     assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
-    venv_bin = copy / ".venv" / "bin"
-    for argv in (
-        [str(venv_bin / "egress-proxies-controller")],
-        [str(venv_bin / "python"), "-m", "egress_proxies_controller"],
-    ):
-        helped = subprocess.run(
-            [*argv, "--help"], capture_output=True, text=True, env=env, cwd=tmp_path, check=False
-        )
-        assert helped.returncode == 0, helped.stderr
-        assert "--providers-file" in helped.stdout
-    version = subprocess.run(
-        [str(venv_bin / "egress-proxies-controller"), "--version"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert version.stdout.strip() == "egress-proxies-controller %s" % collection_version(), version.stderr
+    assert_the_commands_work(repo / ".venv" / "bin", tmp_path)
