@@ -34,9 +34,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 reqs=("$root/requirements.txt")
-# Both profiles need ansible-core (requirements-dev.txt); tests also run the controller.
-reqs+=("$root/requirements-dev.txt")
-[ "$profile" = test ] && reqs+=("$root/controller/requirements.txt")
+# Both profiles need ansible-core (requirements-dev.txt) and the controller's requirements: the
+# README's controller commands work after `make demo` as after `make test`.
+reqs+=("$root/requirements-dev.txt" "$root/controller/requirements.txt")
 stamp="$venv/.installed-$(cat "${reqs[@]}" | sha256sum | cut -c1-16)"
 if [ ! -x "$venv/bin/python" ]; then
   say "creating the virtualenv in .venv"
@@ -50,6 +50,17 @@ if [ ! -e "$stamp" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check "${args[@]}"
   rm -f "$venv"/.installed-*
   touch "$stamp"
+fi
+
+# The controller package (controller/pyproject.toml), editable: `egress-proxies-controller` and
+# `python -m egress_proxies_controller` run this tree's code from anywhere. Its dependencies
+# came with controller/requirements.txt; reinstalled when the package's version changes.
+want=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/controller/pyproject.toml")
+have=$("$venv/bin/python" -c \
+  'import importlib.metadata as m; print(m.version("egress-proxies-controller"))' 2>/dev/null || true)
+if [ "$have" != "$want" ]; then
+  say "installing the controller package $want (editable, controller/pyproject.toml)"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root/controller"
 fi
 
 link="$venv/collections/ansible_collections/crawl/egress_proxies"

@@ -37,6 +37,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
+def package_version() -> str:
+    """The installed package's version (controller/pyproject.toml, = the collection's)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("egress-proxies-controller")
+    except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never pip-installed
+        return "unknown (not installed: pip install ./controller)"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m egress_proxies_controller",
@@ -44,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
         "crawl.egress_proxies modules, run by ansible-runner in one batched run per provider per tick.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
+    p.add_argument("--version", action="version", version="egress-proxies-controller " + package_version())
     g = p.add_argument_group("cluster")
     g.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when unset)")
     g.add_argument("--context", help="kubeconfig context")

@@ -32,6 +32,21 @@ class PlaybookRun:
         return self.tasks[task_name]
 
 
+def ansible_environ(**overrides: str) -> dict:
+    """This process's environment plus what ``make`` exports for Ansible (the collection found
+    through ANSIBLE_COLLECTIONS_PATH only), without colour or retry files."""
+    environ = dict(os.environ)
+    environ.update(
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_RETRY_FILES_ENABLED="false",
+        ANSIBLE_LOCALHOST_WARNING="false",
+    )
+    environ.update(overrides)
+    return environ
+
+
 def run_playbook(
     tmp_path,
     tasks: list,
@@ -49,15 +64,7 @@ def run_playbook(
         play["module_defaults"] = {"group/crawl.egress_proxies.egress_proxies": module_defaults}
     path = tmp_path / ("play-%d.yml" % len(list(tmp_path.glob("play-*.yml"))))
     path.write_text(yaml.safe_dump([play], sort_keys=False))
-    environ = dict(os.environ)
-    environ.update(
-        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
-        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_RETRY_FILES_ENABLED="false",
-        ANSIBLE_LOCALHOST_WARNING="false",
-        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-    )
+    environ = ansible_environ(ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
     if json_output:
         environ["ANSIBLE_STDOUT_CALLBACK"] = "task_results"
         environ["ANSIBLE_CALLBACK_PLUGINS"] = os.path.join(

@@ -1,0 +1,227 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The inventory plugin ``crawl.egress_proxies.proxies``: the managed proxies as inventory hosts.
+
+It lists through the code behind ``proxy_info`` (plugins/plugin_utils/provider_session.py), so
+the hosts are exactly what ``proxy_info`` would return, and turns each instance into a host
+(plugins/plugin_utils/proxy_hosts.py). This file holds the documentation and the Ansible side:
+options, the cache, warnings and errors, the constructed features.
+"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: proxies
+short_description: The egress proxies of the configured providers as inventory hosts
+version_added: 0.1.0
+description:
+  - Lists every managed instance of this installation on the configured providers (or on those
+    named in O(providers)), one list call per provider, exactly as M(crawl.egress_proxies.proxy_info)
+    does, and makes each one a host named by its instance name (C(proxy-) and 16 characters).
+  - Each host has C(ansible_host) set to its IP address (when it has one) and the host variable
+    C(egress_proxies), a dictionary with C(id), C(name), C(uid), C(provider), C(type), C(state),
+    C(ip), C(port), C(zone), C(created_at) and C(installation).
+  - Every host is in the group C(proxies) and in one group per provider (C(provider_<name>)),
+    provider type (C(type_<type>)), state (C(state_running), C(state_provisioning),
+    C(state_stopped), C(state_terminated)) and zone (C(zone_<zone>), for gcp's zones and the
+    kvm/kvm2 hosts); those groups are children of C(proxies). Characters not allowed in a group
+    name (such as C(-)) become C(_).
+  - A provider whose list fails is reported as a warning (its hosts are missing, the others are
+    listed); with O(strict) it fails the inventory instead.
+  - The source is a YAML file named C(proxies.yml), C(proxies.yaml), or ending in C(.proxies.yml)
+    or C(.proxies.yaml), whose O(plugin) is C(crawl.egress_proxies.proxies).
+  - Neither the providers file's secrets (key files, kubeconfigs, credentials) nor anything else
+    but the fields above reach the inventory, its cache or its messages.
+author:
+  - egress-proxies maintainers (@crawl)
+extends_documentation_fragment:
+  - constructed
+  - inventory_cache
+requirements:
+  - python >= 3.11
+  - pydantic >= 2.7
+  - the SDK of each listed provider type (see the collection's requirements.txt)
+options:
+  plugin:
+    description: The name of this plugin; marks the file as this plugin's source.
+    required: true
+    type: str
+    choices: [crawl.egress_proxies.proxies]
+  providers_file:
+    description:
+      - Path of the providers file (the same file the modules read; docs/configuration.md).
+      - Defaults to the file named by the environment variable E(EGRESS_PROXIES_PROVIDERS_FILE),
+        which AWX's providers credential sets.
+    type: path
+    env:
+      - name: EGRESS_PROXIES_PROVIDERS_FILE
+  providers:
+    description:
+      - Names of the configured providers to list; all of them when empty.
+      - A name the providers file does not configure fails the inventory.
+    type: list
+    elements: str
+    default: []
+  installation:
+    description:
+      - The installation whose instances are listed; overrides the providers file's
+        C(installation) (default C(default)), as the modules' O(installation) option does.
+    type: str
+  timeout:
+    description:
+      - Seconds allowed for the list call of each provider (the providers are listed
+        concurrently). A provider that does not answer in time is a failed provider.
+    type: float
+    default: 120.0
+  port:
+    description:
+      - The port reported as C(egress_proxies.port). The providers do not read a proxy's port
+        back from its backend, so this is the port your proxies were created with (the modules'
+        default, 3128, unless you chose another); set a per-host value with O(compose) when they
+        differ.
+    type: int
+    default: 3128
+seealso:
+  - module: crawl.egress_proxies.proxy_info
+  - module: crawl.egress_proxies.proxy_instance
+"""
+
+EXAMPLES = r"""
+---
+# inventory/egress.proxies.yml: every proxy of every provider in the providers file
+plugin: crawl.egress_proxies.proxies
+providers_file: /etc/egress-proxies/providers.yaml
+
+---
+# Only two providers, a shorter deadline, cached for ten minutes, and constructed groups
+plugin: crawl.egress_proxies.proxies
+providers: [gcp-eu, hv]
+timeout: 30
+cache: true
+cache_plugin: ansible.builtin.jsonfile
+cache_connection: /var/cache/ansible/egress-proxies
+cache_timeout: 600
+strict: true                 # a provider that cannot be listed fails the inventory
+compose:
+  proxy_url: "'http://' ~ egress_proxies.ip ~ ':' ~ egress_proxies.port"
+groups:
+  young: egress_proxies.created_at > '2026-01-01'
+keyed_groups:
+  - key: egress_proxies.installation
+    prefix: installation
+
+# ansible-inventory -i inventory/egress.proxies.yml --graph
+# ansible-playbook -i inventory/egress.proxies.yml check_proxies.yml   # hosts: state_running
+"""
+
+from ansible.errors import AnsibleParserError
+from ansible.inventory.group import to_safe_group_name
+from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import MissingLibrary
+from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
+from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
+
+SOURCE_NAMES = ("proxies.yml", "proxies.yaml")
+
+
+class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
+    NAME = "crawl.egress_proxies.proxies"
+
+    def verify_file(self, path):
+        if not super().verify_file(path):
+            return False
+        base = path.replace("\\", "/").rsplit("/", 1)[-1]
+        return base in SOURCE_NAMES or base.endswith(tuple("." + n for n in SOURCE_NAMES))
+
+    def parse(self, inventory, loader, path, cache=True):
+        super().parse(inventory, loader, path, cache)
+        self._read_config_data(path)
+        cache_key = self.get_cache_key(path)
+        use_cache = self.get_option("cache") and cache  # false with --flush-cache / refresh_inventory
+        update_cache = bool(self.get_option("cache")) and not cache
+        listing = None
+        if use_cache:
+            try:
+                listing = self._cache[cache_key]
+            except KeyError:  # expired or never written
+                update_cache = True
+        if listing is None:
+            listing = self._list()
+        if update_cache:
+            self._cache[cache_key] = listing
+        self._populate(listing)
+
+    def _list(self) -> dict:
+        """The hosts and failed providers, as plain data (what the cache stores)."""
+        providers_file = self.get_option("providers_file")
+        if not providers_file:
+            raise AnsibleParserError(
+                "providers_file: required (or the %s environment variable)" % config.ENV_PROVIDERS_FILE
+            )
+        try:
+            resolved = config.resolve(providers_file, None, self.get_option("installation"))
+            listing = list_instances(
+                resolved,
+                self.get_option("providers"),
+                float(self.get_option("timeout")),
+                log=self.display.vvv,
+            )
+        except MissingLibrary as exc:
+            raise AnsibleParserError(str(exc))
+        except (errors.ConfigError, errors.UsageError, errors.ProviderError) as exc:
+            raise AnsibleParserError(str(exc))
+        port = int(self.get_option("port"))  # a plain int: the cache stores plain data
+        return {
+            "hosts": [
+                proxy_hosts.host_record(i, listing["types"][i["provider"]], port)
+                for i in listing["instances"]
+            ],
+            "errors": [
+                {key: e[key] for key in ("provider", "error_class", "msg")} for e in listing["errors"]
+            ],
+            "warnings": listing["warnings"],
+        }
+
+    def _populate(self, listing: dict) -> None:
+        strict = self.get_option("strict")
+        failed = [
+            "listing provider %s failed (%s): %s" % (e["provider"], e["error_class"], e["msg"])
+            for e in listing["errors"]
+        ]
+        if failed and strict:
+            raise AnsibleParserError("; ".join(failed))
+        for message in failed + listing["warnings"]:
+            self.display.warning(message)
+        base = self.inventory.add_group(proxy_hosts.BASE_GROUP)
+        for record in listing["hosts"]:
+            self._add_host(base, record, strict)
+
+    def _add_host(self, base: str, record: dict, strict: bool) -> None:
+        name = record["name"]
+        known = self.inventory.get_host(name)
+        if known is not None and proxy_hosts.HOSTVAR in known.vars:
+            message = "instance %s is listed by providers %s and %s: the host is the first one's" % (
+                name,
+                known.vars[proxy_hosts.HOSTVAR]["provider"],
+                record["provider"],
+            )
+            if strict:
+                raise AnsibleParserError(message)
+            self.display.warning(message)
+            return
+        self.inventory.add_host(name, group=base)
+        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, dict(record))
+        if record["ip"]:
+            self.inventory.set_variable(name, "ansible_host", record["ip"])
+        for prefix, value in proxy_hosts.group_keys(record):
+            group = self.inventory.add_group(
+                to_safe_group_name("%s_%s" % (prefix, value), force=True, silent=True)
+            )
+            self.inventory.add_child(base, group)
+            self.inventory.add_child(group, name)
+        variables = self.inventory.get_host(name).get_vars()
+        self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
+        self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
+        self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)
