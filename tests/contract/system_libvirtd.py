@@ -4,20 +4,21 @@ configuration, sockets and pid files under /run, domains under /etc/libvirt/qemu
 The ``system_libvirtd`` fixture makes sure one runs (virtlogd too) for a test that proves the
 suite's private hypervisors coexist with it: when the machine already runs its own, that one is
 used and left alone; otherwise the fixture starts both daemons the way ``libvirtd -d`` does on
-a host without systemd, and stops them by the pid in their pid files afterwards.
+a host without systemd, and stops them by the pid in their pid files afterwards. It holds the
+machine-wide libvirt test lock meanwhile: two test sessions must not start and stop the
+machine's daemon under each other (seen: one session's fixture stopped the daemon while the
+other's waited for it).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
-import time
 
 import libvirt
 import pytest
 
-from contract import pids
+from contract import leftovers, machine_lock, pids
 from contract.libvirt_host import _connectable_unix, _wait_for
 
 SOCKET = "/run/libvirt/libvirt-sock"
@@ -27,22 +28,30 @@ URI = "qemu:///system"
 
 class SystemLibvirtd:
     def __init__(self):
-        self.started = []  # pid files of the daemons started here
+        self.started = []  # pids of the daemons started here
 
     def start(self) -> SystemLibvirtd:
-        for name, socket_path in (("virtlogd", VIRTLOGD_SOCKET), ("libvirtd", SOCKET)):
-            if _connectable_unix(socket_path):
-                continue
-            pid_file = "/run/%s.pid" % name
-            subprocess.run([name, "-d"], check=True, timeout=60, stdin=subprocess.DEVNULL)
-            self.started.append(pid_file)
-            _wait_for(lambda p=socket_path: _connectable_unix(p), 60, "the system " + name)
+        machine_lock.acquire(on_first=leftovers.remove_crashed_sessions)
+        try:
+            for name, socket_path in (("virtlogd", VIRTLOGD_SOCKET), ("libvirtd", SOCKET)):
+                if _connectable_unix(socket_path):
+                    continue
+                pid_file = "/run/%s.pid" % name
+                subprocess.run([name, "-d"], check=True, timeout=60, stdin=subprocess.DEVNULL)
+                _wait_for(lambda p=socket_path: _connectable_unix(p), 120, "the system " + name)
+                self.started.append(pids.read_pid(pid_file))
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:
-        for pid_file in reversed(self.started):
-            pids.stop(pids.read_pid(pid_file))
-        self.started = []
+        try:
+            for pid in reversed(self.started):
+                pids.stop(pid)
+            self.started = []
+        finally:
+            machine_lock.release()
 
     def connect(self):
         return libvirt.open(URI)
@@ -64,7 +73,3 @@ def system_libvirtd():
         yield daemon
     finally:
         daemon.stop()
-        if daemon.started:
-            end = time.monotonic() + 10
-            while time.monotonic() < end and os.path.exists(SOCKET) and _connectable_unix(SOCKET):
-                time.sleep(0.1)
