@@ -127,7 +127,7 @@ def test_uri_names_files_and_never_their_contents():
         hosts=[{"name": "a", "address": "127.0.0.1:2222", "user": "ops", "socket": "/run/l.sock"}]
     )
     uri = uri_for(parsed.hosts[0], "/k/id", "/k/known", False)
-    assert uri.startswith("qemu+libssh://ops@127.0.0.1:2222/system?")
+    assert uri.startswith("qemu+libssh2://ops@127.0.0.1:2222/system?")
     assert "keyfile=/k/id" in uri and "known_hosts=/k/known" in uri and "socket=/run/l.sock" in uri
     assert "known_hosts_verify=normal" in uri
     insecure = uri_for(parsed.hosts[0], "/k/id", "", True)

@@ -60,7 +60,7 @@ _PERMANENT_CODES = frozenset(
     }
 )
 _SSH_DOMAINS = frozenset({backend.FROM_SSH, backend.FROM_LIBSSH})
-# What libssh and OpenSSH say when the key or the host key is refused (seen against sshd 9.2).
+# What libssh2, libssh and OpenSSH say when the key or the host key is refused (seen against sshd 9.2).
 _SSH_AUTH_TEXT = (
     "host key",
     "failed to authenticate",

@@ -4,13 +4,19 @@
 
 libvirt-python is imported behind a guard so the collection imports without it; a provider
 that needs it then fails with a clear Permanent error at use. The transport is libvirt's own
-libssh client (``qemu+libssh://``): it takes the private key and the known_hosts file as URI
+libssh2 client (``qemu+libssh2://``): it takes the private key and the known_hosts file as URI
 parameters and reads both on every connect, so a rotated key needs no restart, and it never
 prompts (no auth callback is given, so an unknown host key fails instead of asking).
+
+Not ``qemu+libssh://``, which takes the same parameters: libvirt's libssh client can leave the
+rest of a reply in libssh's buffer and then wait on the drained socket, so some replies (a
+listing of 150 domains, domain capabilities) never return (docs/libvirt-provider.md,
+"Connections"). A libvirt built without libssh2 (RHEL's) falls back to libssh, with a warning.
 """
 
 from __future__ import annotations
 
+import logging
 import urllib.parse
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend
@@ -24,6 +30,13 @@ try:
 except ImportError as _exc:  # pragma: no cover - depends on the host
     libvirt = None
     LIBVIRT_IMPORT_ERROR = str(_exc)
+
+log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
+
+TRANSPORT = "libssh2"
+FALLBACK_TRANSPORT = "libssh"
+# What libvirt says when it was built without a transport (virNetSocketNewConnectLibSSH2).
+_NOT_BUILT_IN = "transport support was not enabled"
 
 
 class LibraryMissing(Exception):
@@ -249,7 +262,7 @@ class LibvirtConnection:
 
 
 def check_credentials(key_file: str, known_hosts_file: str) -> None:
-    """Both files must be readable now; their contents are left to libssh (never logged)."""
+    """Both files must be readable now; their contents are left to libssh2 (never logged)."""
     for what, path in (("sshKeyFile", key_file), ("knownHostsFile", known_hosts_file)):
         if not path:
             continue
@@ -260,8 +273,8 @@ def check_credentials(key_file: str, known_hosts_file: str) -> None:
             raise CredentialsUnavailable("%s %s cannot be read: %s" % (what, path, exc.strerror)) from None
 
 
-def uri_for(host, key_file: str, known_hosts_file: str, insecure: bool) -> str:
-    """``qemu+libssh://user@address/system?...``; the URI names files, never their contents."""
+def uri_for(host, key_file: str, known_hosts_file: str, insecure: bool, transport: str = TRANSPORT) -> str:
+    """``qemu+libssh2://user@address/system?...``; the URI names files, never their contents."""
     params = [("keyfile", key_file), ("sshauth", "privkey")]
     if insecure:
         params.append(("known_hosts_verify", "ignore"))
@@ -271,14 +284,16 @@ def uri_for(host, key_file: str, known_hosts_file: str, insecure: bool) -> str:
     if host.socket:
         params.append(("socket", host.socket))
     query = "&".join("%s=%s" % (k, urllib.parse.quote(v, safe="/")) for k, v in params)
-    return "qemu+libssh://%s@%s/system?%s" % (host.user, host.address, query)
+    return "qemu+%s://%s@%s/system?%s" % (transport, host.user, host.address, query)
 
 
 class LibvirtDialer:
-    """Opens a fresh connection per call; credentials are checked and read on every dial."""
+    """Opens a fresh connection per call; credentials are checked and read on every dial. The
+    libssh fallback, once found needed, is kept for the dialer's life (one module run)."""
 
     def __init__(self, config):
         self.config = config
+        self.transport = TRANSPORT
 
     def dial(self, host) -> LibvirtConnection:
         if libvirt is None:
@@ -289,8 +304,23 @@ class LibvirtDialer:
             )
         cfg = self.config
         check_credentials(cfg.ssh_key_file, "" if cfg.insecure_ignore_host_key else cfg.known_hosts_file)
-        uri = uri_for(host, cfg.ssh_key_file, cfg.known_hosts_file, cfg.insecure_ignore_host_key)
         try:
-            return LibvirtConnection(libvirt.open(uri))
+            return LibvirtConnection(self._open(host, self.transport))
+        except libvirt.libvirtError as exc:
+            if self.transport != TRANSPORT or _NOT_BUILT_IN not in str(exc):
+                raise _translate(exc) from exc
+        log.warning(
+            "libvirt here has no libssh2 transport, falling back to libssh: replies of some sizes "
+            "(large domain or volume listings) may then stall until the call budget ends"
+        )
+        self.transport = FALLBACK_TRANSPORT
+        try:
+            return LibvirtConnection(self._open(host, FALLBACK_TRANSPORT))
         except libvirt.libvirtError as exc:
             raise _translate(exc) from exc
+
+    def _open(self, host, transport: str):
+        cfg = self.config
+        return libvirt.open(
+            uri_for(host, cfg.ssh_key_file, cfg.known_hosts_file, cfg.insecure_ignore_host_key, transport)
+        )
