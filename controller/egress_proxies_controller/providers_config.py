@@ -82,6 +82,7 @@ class ProvidersConfig:
 
     def refresh(self) -> bool:
         """Look at the file; True when the configuration in use changed (re-plan everything)."""
+        problem = ""
         try:
             with open(self.path, "rb") as handle:
                 data = handle.read()

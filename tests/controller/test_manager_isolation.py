@@ -67,7 +67,7 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
             status = kube.get("ns/f1").get("status") or {}
             return bool(status.get("providerID"))
 
-        for _ in range(200):  # the fast Proxy is written while the slow run still hangs
+        for _attempt in range(200):  # the fast Proxy is written while the slow run still hangs
             if fast_written():
                 done.set()
                 break
@@ -78,7 +78,7 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
         m.queue.add("ns/s2")
         m._process(m.queue.pop_due(10, 0))  # a later tick: the slow provider's slot is taken
         assert ["slow"] not in executor.calls[2:]  # s2 waits for slow's slot ...
-        assert "ns/s2" in [k for k in m.queue._due]  # ... back in the queue, not in a second run
+        assert "ns/s2" in list(m.queue._due)  # ... back in the queue, not in a second run
     finally:
         executor.release.set()
         worker.join(10)
