@@ -130,3 +130,21 @@ def test_reused_pid_is_neither_reported_nor_killed(backend):
         with contextlib.suppress(ProcessLookupError):
             stranger.kill()
         stranger.wait(5)
+
+
+def test_squid_carries_none_of_the_callers_environment(backend, monkeypatch):
+    """A Squid outlives the module process that started it: it must not inherit that process's
+    environment, where a controller's run mark (``EGRESS_PROXIES_RUN``, by which a timed-out
+    run's processes are swept) would get a live proxy killed and credentials the caller holds
+    would sit in a daemon's /proc/<pid>/environ."""
+    sentinel = "SENTINEL-" + uuid.uuid4().hex
+    monkeypatch.setenv("EGRESS_PROXIES_RUN", "run-" + sentinel)
+    monkeypatch.setenv("SOME_CLOUD_TOKEN", sentinel)
+    with cleanup(backend) as ids:
+        ids.append(backend.provider.create(backend.request(str(uuid.uuid4())), dl(backend)))
+        wait_for_state(backend, ids[0], (contract.RUNNING,))
+        (pid,) = backend.squid_pids()
+        with open("/proc/%d/environ" % pid, "rb") as handle:
+            environ = handle.read().decode("utf-8", "replace")
+        assert sentinel not in environ
+        assert "PATH=" in environ  # Squid still finds its helpers

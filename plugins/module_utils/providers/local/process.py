@@ -88,6 +88,13 @@ def status(instance_dir: str) -> tuple:
     return DEAD, pid
 
 
+# What a Squid's environment holds: nothing of the process that started it. Squid outlives that
+# process (a module run, a controller's runner run), so an inherited variable would outlive it
+# too: a caller's credentials in a daemon's /proc/<pid>/environ, or the controller's run mark,
+# by which the processes of a timed-out run are swept (a live proxy would be killed with them).
+SQUID_ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
+
+
 def start(squid_binary: str, instance_dir: str, instance_name: str) -> int:
     """Start Squid for the instance and record its identity; returns the pid."""
     conf = os.path.join(instance_dir, CONF)
@@ -100,6 +107,7 @@ def start(squid_binary: str, instance_dir: str, instance_name: str) -> int:
             close_fds=True,
             start_new_session=True,
             cwd=instance_dir,
+            env=dict(SQUID_ENVIRONMENT),
         )
     _children[child.pid] = child
     # Popen can return while the kernel is still finishing the exec: /proc/<pid>/cmdline reads
