@@ -20,7 +20,13 @@
 #
 # Tests: all default tests run; none is skipped with --skip-test. ansible-test itself reports
 # as skipped the ones that have nothing to check in this collection: pslint (no PowerShell
-# files), changelog (no changelogs/ directory) and action-plugin-docs (no action plugins).
+# files) and action-plugin-docs (no action plugins). The changelog test runs because
+# changelogs/config.yaml exists: ansible-test installs its own pinned antsibull-changelog into
+# that test's --venv virtualenv and lints the config and every fragment under
+# changelogs/fragments/ (after a release only .keep is left there, and the test still checks the
+# config). What ansible-test does not check, this script does first, with the antsibull-changelog
+# of requirements-dev.txt: changelogs/changelog.yaml lints, and CHANGELOG.rst and CHANGELOG.md
+# are exactly what it generates (no hand edits; docs/testing.md, "The changelog").
 # ansible-test only warns and passes when the shellcheck program is missing, so this script
 # installs it (Debian package) or fails: the shell scripts in hack/ and .ci/ must be checked.
 #
@@ -114,6 +120,27 @@ if ! command -v shellcheck >/dev/null; then
 fi
 
 provide_pip_bootstrap
+
+# The changelog's one source of truth is changelogs/changelog.yaml (plus the fragments of the
+# next release); the CHANGELOG files are generated from it and must not drift.
+[ -x "$venv/bin/antsibull-changelog" ] || {
+  echo "sanity: $venv/bin/antsibull-changelog not found; run hack/bootstrap.sh test first" >&2
+  exit 2
+}
+say "antsibull-changelog: changelogs/changelog.yaml lints, CHANGELOG.rst/.md are generated from it"
+(
+  cd "$collection"
+  antsibull-changelog lint-changelog-yaml changelogs/changelog.yaml
+  antsibull-changelog generate
+  for file in CHANGELOG.rst CHANGELOG.md; do
+    cmp -s "$file" "$root/$file" || {
+      echo "sanity: $file differs from what changelogs/changelog.yaml generates;" \
+        "run antsibull-changelog generate (never edit it by hand)" >&2
+      diff -u "$root/$file" "$file" | head -n 40 >&2 || true
+      exit 1
+    }
+  done
+)
 
 say "ansible-test sanity --python $python_version --venv"
 cd "$collection"

@@ -1,7 +1,8 @@
 """The collection tarball ``ansible-galaxy collection build`` makes: what a user needs and nothing else.
 
 It ships the plugins, roles, playbooks, metadata (with the dependency files the EE metadata
-names), docs and the controller's manifests, and of tests only what ansible-test reads; the
+names), docs, the controller's manifests and the changelog (CHANGELOG.rst/.md and changelogs/,
+as collections ship it), and of tests only what ansible-test reads; the
 project's tooling (hack/, Makefile, lint and tool configs, molecule scenarios, the EE recipe),
 its test suites and the controller's code stay out (galaxy.yml ``build_ignore``). The installed
 tarball then works on its own: ansible-doc reads every plugin and the inventory plugin lists.
@@ -30,6 +31,8 @@ TOP_LEVEL = {
     "README.md",
     "LICENSE",
     "CHANGELOG.md",
+    "CHANGELOG.rst",
+    "changelogs",
     "requirements.txt",
     "bindep.txt",
     "meta",
@@ -63,6 +66,7 @@ EXCLUDED = (
     "tests/guest/",
     "tests/roles/",
     "tests/conftest.py",
+    "changelogs/.plugin-cache.yaml",
 )
 EXPECTED = (
     "meta/runtime.yml",
@@ -78,6 +82,8 @@ EXPECTED = (
     "docs/inventory.md",
     "tests/config.yml",
     "tests/sanity/ignore-2.19.txt",
+    "changelogs/changelog.yaml",
+    "changelogs/config.yaml",
 )
 
 
