@@ -15,7 +15,13 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    batch,
+    contract,
+    errors,
+    names,
+    ownership,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
     INSTANCE_DEFAULTS,
     INSTANCE_OPTIONS,
@@ -45,6 +51,7 @@ class Item:
     state: str
     wait: bool
     wait_timeout: float
+    force: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +149,7 @@ def _item(index, where, values, config, problems):
         state=values["state"],
         wait=bool(values["wait"]),
         wait_timeout=float(values["wait_timeout"]),
+        force=bool(values["force"]),
     )
 
 
@@ -228,14 +236,11 @@ class Converger:
                 if exc.error_class != errors.NOT_FOUND:
                     return failure(item, exc, provider_id)
         if existing is not None:
-            if existing.uid != item.uid:  # adopt only our own instance, never an unmarked one
-                exc = errors.permanent(
-                    "create",
-                    provider.name,
-                    provider_id,
-                    "instance %s belongs to uid %s, not %s" % (existing.name, existing.uid, item.uid),
+            refusal = ownership.adoption_refusal(existing, item.uid, self.pm.config.installation)
+            if refusal:  # adopt only our own instance, never an unmarked one
+                return failure(
+                    item, errors.permanent("create", provider.name, provider_id, refusal), provider_id
                 )
-                return failure(item, exc, provider_id)
             if existing.state in (contract.RUNNING, contract.PROVISIONING):
                 return self._waited(provider, item, _result(item, False, existing), existing)
         if self.pm.check_mode:
@@ -272,6 +277,11 @@ class Converger:
             # Permanent (e.g. its host left the config) or an async quota failure the provider
             # still reports: delete anyway, which may well succeed.
         if before is not None:
+            refusal = ownership.refusal(before, item.uid, self.pm.config.installation, item.force)
+            if refusal:
+                return failure(
+                    item, errors.permanent("delete", provider.name, provider_id, refusal), provider_id
+                )
             item = dataclasses.replace(item, name=before.name, uid=before.uid)
         if self.pm.check_mode:
             return _result(item, True, provider_id=provider_id, state="deleting")

@@ -91,6 +91,13 @@ options:
     type: str
     choices: [fail_all, fail_item]
     default: fail_all
+  force:
+    description:
+      - With O(state=absent), delete an instance of this installation even when its ownership uid
+        differs from O(uid). Without it such an instance is a permanent failure and is left alone.
+      - Never deletes an instance without the collection's marks (no uid or installation mark) or
+        one of another installation, whatever this is set to. Defaults to C(false).
+    type: bool
   instances:
     description:
       - The batch form. Each item takes the per-instance options above; unset ones inherit the
@@ -148,6 +155,9 @@ options:
       wait_timeout:
         description: See O(wait_timeout).
         type: float
+      force:
+        description: See O(force).
+        type: bool
 """
 
 EXAMPLES = r"""

@@ -7,7 +7,7 @@ import errno
 import pytest
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.provider import (
     SquidMissing,
     classify,
@@ -98,3 +98,21 @@ def test_constructor_never_touches_the_backend(tmp_path):
     assert not state.exists()
     assert provider.id_for("proxy-a", None) == "local/proxy-a"
     assert provider.id_for("Not A Label", None) is None
+
+
+def _provider(tmp_path):
+    parsed = config.parse(
+        {"providers": [{"name": "lab", "type": "local", "local": {"stateDir": str(tmp_path)}}]}
+    )
+    return registry.build(parsed.providers[0], parsed.installation)
+
+
+def test_delete_refuses_an_unmarked_instance_directory(tmp_path):
+    """Issue 15: a hand-made directory with no marks is not ours, whoever names its id."""
+    handmade = tmp_path / "instances" / "handmade"
+    handmade.mkdir(parents=True)
+    (handmade / "instance.json").write_text('{"name": "handmade", "address": "127.0.0.9", "port": 1}')
+    with pytest.raises(errors.ProviderError, match="not managed") as caught:
+        _provider(tmp_path).delete("local/handmade", Deadline(5))
+    assert caught.value.error_class == errors.PERMANENT
+    assert (handmade / "instance.json").exists()

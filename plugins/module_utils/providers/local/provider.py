@@ -258,11 +258,21 @@ class LocalProvider(contract.Provider, contract.Checker):
         try:
             deadline.check("delete")
             with self.store.locked(name):
-                if self.store.read(name) is None:
+                record = self.store.read(name)
+                if record is None:
                     return
+                if not names.is_managed(record):  # a hand-made directory is not ours to remove
+                    raise errors.permanent(
+                        "delete",
+                        self.name,
+                        provider_id,
+                        "instance %s is not managed (no marks); left alone" % name,
+                    )
                 process.stop(self.store.path(name), name, deadline)
                 self.store.remove(name)
             log.info("provider=%s op=delete id=%s removed", self.name, provider_id)
+        except errors.ProviderError:
+            raise
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
 
