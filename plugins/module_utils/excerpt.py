@@ -12,6 +12,18 @@ from __future__ import annotations
 MAX_EXCERPT_CHARS = 60
 
 
+def label(value) -> str:
+    """A key or field name as written when it is a short printable name, else its excerpt."""
+    if (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_EXCERPT_CHARS
+        and value.isprintable()
+        and " " not in value
+    ):
+        return value
+    return excerpt(value)
+
+
 def excerpt(value, limit: int = MAX_EXCERPT_CHARS) -> str:
     """``repr``-style quoting (control characters escaped), cut to ``limit`` characters."""
     if isinstance(value, str | bytes):
