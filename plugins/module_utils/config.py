@@ -71,7 +71,8 @@ def parse(data, source: str = "<inline>") -> ProvidersConfig:
     require_pydantic()
     problems = []
     if not isinstance(data, dict):
-        raise ConfigError(["<root>: must be a mapping with a 'providers' list"])
+        problem = "<root>: must be a mapping with a 'providers' list"
+        raise ConfigError(["%s: %s" % (source, problem) if source != "<inline>" else problem])
     for key in sorted(set(data) - set(TOP_LEVEL_KEYS)):
         problems.append("%s: unknown field (allowed: %s)" % (label(key), ", ".join(TOP_LEVEL_KEYS)))
 

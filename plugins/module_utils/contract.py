@@ -164,6 +164,14 @@ class Provider(abc.ABC):
         """
         return None
 
+    def name_in_id(self, provider_id: str) -> str | None:
+        """The instance name ``provider_id`` names; ``ValueError`` when it is malformed.
+
+        Parsed without a backend call, so ``proxy_instance`` rejects a malformed id before it
+        touches anything (one bad item changes nothing). ``None``: this provider cannot tell.
+        """
+        return None
+
     def close(self) -> None:
         """Release clients and connections at the end of a module run."""
 

@@ -33,7 +33,9 @@ options:
     description: Sweep only this configured provider.
     type: str
   live_uids:
-    description: The uids that are live (may be empty). Mutually exclusive with the cluster options.
+    description:
+      - The uids that are live (the list may be empty). Mutually exclusive with the cluster options.
+      - An empty entry, or one with leading or trailing whitespace, is refused (an empty uid protects nothing).
     type: list
     elements: str
   kubeconfig:

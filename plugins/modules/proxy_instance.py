@@ -36,13 +36,19 @@ options:
     description:
       - The owner's unique id (a Proxy resource's UID, or any stable unique string). Written on the
         instance as its ownership mark. Required when O(state=present).
+      - A string of at most 253 characters, without leading or trailing whitespace or control
+        characters (a mapping or list is refused, not turned into text).
     type: str
   name:
     description:
       - Instance name. Defaults to C(proxy-) plus 16 base32 characters of SHA-256(O(uid)).
     type: str
   id:
-    description: Provider id of an existing instance (as returned in RV(instance.id)).
+    description:
+      - Provider id of an existing instance (as returned in RV(instance.id)), parsed by its
+        provider before anything is touched.
+      - With O(state=present), an id that names no instance is an error unless it is the id of
+        the instance named by O(name) (or derived from O(uid)).
     type: str
   namespace:
     description: Namespace of the owning Proxy resource (used by the kubernetes provider).
@@ -80,7 +86,7 @@ options:
     description: Wait until the instance is Running (present) or gone (absent). Defaults to C(false).
     type: bool
   wait_timeout:
-    description: Seconds to wait when O(wait) is set. Defaults to C(300).
+    description: Seconds to wait when O(wait) is set, more than 0 and at most 86400. Defaults to C(300).
     type: float
   invalid_items:
     description:
@@ -88,6 +94,7 @@ options:
       - V(fail_all) fails the run before anything is touched.
       - V(fail_item) reports that item as failed (error class C(permanent)) and converges the
         others, for callers whose items are independent (the controller).
+      - Two items for the same instance (same provider and name, or same id) are all invalid.
     type: str
     choices: [fail_all, fail_item]
     default: fail_all

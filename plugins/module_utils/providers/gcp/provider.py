@@ -153,6 +153,9 @@ class GcpProvider(contract.Provider, contract.Checker):
             return format_id(placement.zone, name)
         return None
 
+    def name_in_id(self, provider_id):
+        return parse_id(provider_id)[1]
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         provider_id = format_id(req.placement.zone, req.name)
         try:

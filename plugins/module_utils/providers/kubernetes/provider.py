@@ -160,6 +160,9 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             return format_id(chosen, name)
         return None
 
+    def name_in_id(self, provider_id):
+        return parse_id(provider_id)[1]
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         namespace = self._namespace_for(req)
         provider_id = format_id(namespace, req.name)

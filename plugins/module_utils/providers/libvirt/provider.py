@@ -107,6 +107,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             return ids.format_id(self.config.hosts[0].name, name)
         return None
 
+    def name_in_id(self, provider_id):
+        return ids.parse_id(provider_id)[1]
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         if not names.is_dns_label(req.name):
             raise errors.permanent("create", self.name, req.name, "name %r is not a DNS label" % req.name)

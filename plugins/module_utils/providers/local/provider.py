@@ -187,6 +187,9 @@ class LocalProvider(contract.Provider, contract.Checker):
     def id_for(self, name, placement, namespace=""):
         return ID_PREFIX + name if names.is_dns_label(name) else None
 
+    def name_in_id(self, provider_id):
+        return parse_id(provider_id)
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         provider_id = ID_PREFIX + req.name
         if not names.is_dns_label(req.name):
