@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc, live_uids, param_checks
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
@@ -60,16 +59,26 @@ def run(pm) -> dict:
         uids,
         pm.config.installation,
         min_age,
-        Deadline(timeout),
+        timeout,
         dry_run=pm.check_mode,
+        concurrency=int(params["concurrency"]),
     )
     for error in report["errors"]:
         pm.module.warn("gc: %s %s: %s" % (error["provider"], error["id"] or "list", error["msg"]))
     report.update(
         changed=bool(report["deleted"]) or bool(report["would_delete"]),
+        incomplete=bool(report["remaining"]),
         installation=pm.config.installation,
         live_uid_count=len(uids),
         live_uid_source=source,
         min_age_seconds=min_age,
     )
+    if report["remaining"]:
+        failures = [e for e in report["errors"] if e["id"]]
+        report["failed_msg"] = "gc incomplete: %d of %d orphans could not be deleted (%s)" % (
+            len(report["remaining"]),
+            len(report["remaining"]) + len(report["deleted"]),
+            "; ".join(e["msg"] for e in failures[:3]),
+        )
+        report["error_class"] = failures[0]["error_class"] if failures else "transient"
     return report

@@ -84,6 +84,17 @@ kept:
   returned: always
   type: list
   elements: dict
+remaining:
+  description:
+    - Orphans whose delete failed (instance fields plus reason); the task then fails with
+      RV(incomplete=true). Each delete has its own O(timeout); deletes run O(concurrency) at a time.
+  returned: always
+  type: list
+  elements: dict
+incomplete:
+  description: Whether some orphans could not be deleted (they are in RV(remaining)).
+  returned: always
+  type: bool
 skipped:
   description: Providers skipped for this sweep because their list failed.
   returned: always
