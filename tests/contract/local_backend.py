@@ -78,11 +78,13 @@ class LocalBackend:
 
     # -- construction --------------------------------------------------------------------
 
-    def build(self, installation: str | None = None, allowed_source_ranges=None, telemetry=None):
+    def build(
+        self, installation: str | None = None, allowed_source_ranges=None, telemetry=None, state_dir=None
+    ):
         """A provider on this harness's state directory and range (observed into ``telemetry``,
         by default the harness's own)."""
         block = {
-            "stateDir": self.state_dir,
+            "stateDir": state_dir or self.state_dir,
             "squidBinary": SQUID,
             "addressRange": self.address_range,
         }
@@ -99,6 +101,19 @@ class LocalBackend:
 
     def another_provider(self, installation: str | None = None):
         return self.build(installation=installation, telemetry=observe.Telemetry())
+
+    @contextlib.contextmanager
+    def unproven_backend(self, body: str):
+        """No HTTP here: the nearest equivalent is a state directory whose ``instances`` is a
+        regular file, so nothing can be read, listed or removed (``body`` does not apply)."""
+        broken = self.state_dir + "-unproven"
+        os.makedirs(broken, exist_ok=True)
+        with open(os.path.join(broken, store.INSTANCES), "w") as handle:
+            handle.write(body)
+        try:
+            yield self.build(telemetry=observe.Telemetry(), state_dir=broken)
+        finally:
+            shutil.rmtree(broken, ignore_errors=True)
 
     def request(self, uid: str, cloud_init: str = "") -> CreateRequest:
         port = self._ports.setdefault(uid, free_port())

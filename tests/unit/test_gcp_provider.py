@@ -21,7 +21,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     CALL_BUDGET_SECONDS,
     GcpProvider,
 )
-from unit.gcp_fake_api import FakeSeam, api_error, instance
+from unit.gcp_fake_api import FakeSeam, api_error, instance, missing
 
 ZONE = "us-central1-a"
 IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
@@ -506,9 +506,35 @@ def test_delete_forgets_a_failed_insert_so_get_answers_not_found():
 
 def test_delete_in_an_unknown_zone_succeeds():
     provider, seam = make()
-    seam.fail("list_zone_operations", api_error(404, "notFound"))
-    seam.fail("delete_instance", api_error(404, "notFound"))
+    seam.fail("list_zone_operations", missing("zones", "mars-north1-a"))
+    seam.fail("delete_instance", missing("zones", "mars-north1-a"))
     provider.delete("zones/mars-north1-a/instances/proxy-a", Deadline(5))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(api_error(404), id="404 without an API error body (a wrong apiEndpoint)"),
+        pytest.param(missing(), id="the project is missing (a wrong project)"),
+        pytest.param(
+            api_error(404, "notFound", "The resource 'projects/other/zones/%s' was not found" % ZONE),
+            id="another project",
+        ),
+    ],
+)
+def test_a_404_that_does_not_name_the_instance_is_never_not_found(error):
+    """Issue 15: only the API saying this instance (or its zone) does not exist is NotFound."""
+    for method, call in (
+        ("get_instance", lambda p: p.get(PID, Deadline(5))),
+        ("list_zone_operations", lambda p: p.delete(PID, Deadline(5))),
+        ("delete_instance", lambda p: p.delete(PID, Deadline(5))),
+        ("list_instances_page", lambda p: p.list_by_tag(Deadline(5))),
+    ):
+        provider, seam = make()
+        seam.fail(method, error)
+        with pytest.raises(errors.ProviderError) as exc_info:
+            call(provider)
+        assert klass(exc_info) == errors.TRANSIENT, method
 
 
 @pytest.mark.parametrize(

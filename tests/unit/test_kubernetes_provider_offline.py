@@ -3,7 +3,10 @@ call, and a kubeconfig that cannot be read (Permanent, with the configured provi
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -64,3 +67,44 @@ def test_expired_deadline_is_transient_never_not_found(tmp_path, monkeypatch):
     assert err.error_class == errors.TRANSIENT
     p.close()
     p.close()  # closing twice is harmless
+
+
+def _status(kind: str, name: str) -> bytes:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "NotFound",
+            "message": '%s "%s" not found' % (kind, name),
+            "details": {"name": name, "kind": kind},
+            "code": 404,
+        }
+    ).encode()
+
+
+def _against(tmp_path, body: bytes):
+    server = NotFoundServer(body, "application/json")
+    path = str(tmp_path / "kubeconfig")
+    write_kubeconfig(path, server.endpoint)
+    return server, provider(tmp_path, kubeconfig=path)
+
+
+def test_not_found_with_the_api_servers_proof_is_not_found(tmp_path):
+    server, p = _against(tmp_path, _status("pods", "proxy-a"))
+    try:
+        assert raised(lambda: p.get("crawl/proxy-a", Deadline(5))).error_class == errors.NOT_FOUND
+    finally:
+        server.close()
+
+
+def test_create_into_a_missing_namespace_is_permanent(tmp_path):
+    """Issue 15: it was not_found, which a caller reads as "the instance is gone"."""
+    server, p = _against(tmp_path, _status("namespaces", "crawl"))
+    try:
+        req = contract.CreateRequest(name="proxy-a", uid="u", namespace="crawl")
+        assert raised(lambda: p.create(req, Deadline(5))).error_class == errors.PERMANENT
+        assert raised(lambda: p.get("crawl/proxy-a", Deadline(5))).error_class == errors.TRANSIENT
+        assert raised(lambda: p.list_by_tag(Deadline(5))).error_class == errors.TRANSIENT
+    finally:
+        server.close()

@@ -28,9 +28,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     OperationFailed,
+    api_not_found,
     check_reason,
     classify,
     describe,
+    proves_missing,
     status_of,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.instance import (
@@ -88,6 +90,10 @@ class GcpProvider(contract.Provider, contract.Checker):
         deadline.check(what)
         return method(*args, timeout=deadline.budget(CALL_BUDGET_SECONDS))
 
+    def _resource(self, *path: str) -> str:
+        """The resource path the API names in its 404 (``projects/<project>/...``)."""
+        return "/".join(("projects", self.config.project, *path))
+
     def _fail(self, op: str, provider_id: str, exc: BaseException, error_class: str | None = None):
         cls = error_class or classify(exc)
         # The raw status and reasons: classify collapses them, an admin needs them.
@@ -120,7 +126,7 @@ class GcpProvider(contract.Provider, contract.Checker):
                 OPS_PAGE_SIZE,
             )
         except Exception as exc:
-            if status_of(exc) == 404:
+            if proves_missing(exc, self._resource("zones", zone)):
                 return []
             raise
         return sorted(ops, key=_op_order)
@@ -184,10 +190,11 @@ class GcpProvider(contract.Provider, contract.Checker):
         except errors.ProviderError:
             raise
         except Exception as exc:
-            cls = classify(exc)
-            # A 404 here means a referenced zone, network or project is missing: never NotFound
-            # from create (blueprint §3), and editing the spec or config fixes it.
-            raise self._fail("create", provider_id, exc, errors.PERMANENT if cls == errors.NOT_FOUND else cls)
+            # The API's own 404 here means a referenced zone, network or project is missing: never
+            # NotFound from create (blueprint §3), and editing the spec or config fixes it. A
+            # 404 that is not the API's answer (a wrong endpoint) stays Transient.
+            cls = errors.PERMANENT if api_not_found(exc) else classify(exc)
+            raise self._fail("create", provider_id, exc, cls)
 
     def _adopt(self, req, provider_id: str, deadline) -> str:
         """409: the name is taken. Ours (same uid) is success; anyone else's is Permanent."""
@@ -218,7 +225,7 @@ class GcpProvider(contract.Provider, contract.Checker):
         try:
             existing = self._call(deadline, "firewall", self.api.get_firewall, wanted["name"])
         except Exception as exc:
-            if status_of(exc) != 404:
+            if not proves_missing(exc, self._resource("global", "firewalls", wanted["name"])):
                 raise
             existing = None
         if existing is None:
@@ -241,7 +248,9 @@ class GcpProvider(contract.Provider, contract.Checker):
             try:
                 item = self._call(deadline, "get", self.api.get_instance, zone, name)
             except Exception as exc:
-                if status_of(exc) != 404:
+                if not proves_missing(
+                    exc, self._resource("zones", zone, "instances", name), self._resource("zones", zone)
+                ):
                     raise
                 self._raise_insert_failure(zone, name, provider_id, deadline)
                 raise errors.not_found(
@@ -302,7 +311,9 @@ class GcpProvider(contract.Provider, contract.Checker):
             try:
                 op = self._call(deadline, "delete", self.api.delete_instance, zone, name)
             except Exception as exc:
-                if status_of(exc) != 404:
+                if not proves_missing(
+                    exc, self._resource("zones", zone, "instances", name), self._resource("zones", zone)
+                ):
                     raise
                 self._forget_failed_insert(zone, ops, deadline)
                 return

@@ -27,6 +27,8 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kub
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     classify,
+    missing_kind,
+    proves_missing,
     status_of,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import (
@@ -47,8 +49,8 @@ def _already_exists(exc: BaseException) -> bool:
     return code == 409 and reason == "AlreadyExists"
 
 
-def _not_found(exc: BaseException) -> bool:
-    return isinstance(exc, sdk.ApiException) and status_of(exc)[0] == 404
+def _proves_missing(exc: BaseException, kind: str, name: str) -> bool:
+    return isinstance(exc, sdk.ApiException) and proves_missing(exc, kind, name)
 
 
 class KubernetesProvider(contract.Provider, contract.Checker):
@@ -75,7 +77,16 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         deadline.check(op)
         return deadline.budget(self.config.request_timeout_seconds)
 
-    def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
+    def _fail(
+        self, op: str, provider_id: str, exc: BaseException, proven: bool = False
+    ) -> errors.ProviderError:
+        """``proven``: the caller checked that a NotFound is about the object it asked for;
+        any other NotFound is never NotFound (a list, a create into a missing namespace)."""
+        cls = classify(exc)
+        if cls == errors.NOT_FOUND and not proven:
+            cls = (
+                errors.PERMANENT if op == "create" and missing_kind(exc) == "namespaces" else errors.TRANSIENT
+            )
         if isinstance(exc, sdk.ApiException):
             code, reason, message = status_of(exc)
             log.info(
@@ -87,11 +98,11 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 reason,
                 message,
             )
-            cause = "%s %s: %s" % (code, reason, message or exc)
-            err = errors.wrap(classify(exc), op, self.name, provider_id, cause)
+            cause = "%s %s: %s" % (code, reason, message or ("no Status body" if code else exc))
+            err = errors.wrap(cls, op, self.name, provider_id, cause)
             err.__cause__ = exc  # the SDK error stays reachable
             return err
-        return errors.wrap(classify(exc), op, self.name, provider_id, exc)
+        return errors.wrap(cls, op, self.name, provider_id, exc)
 
     def _namespace_for(self, req: contract.CreateRequest) -> str:
         return self.config.namespace or req.namespace or DEFAULT_NAMESPACE
@@ -218,7 +229,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             )
             return self._instance(pod)
         except Exception as exc:
-            raise self._fail("get", provider_id, exc) from exc
+            raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
 
     def delete(self, provider_id: str, deadline) -> None:
         try:
@@ -227,7 +238,10 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
         try:
             core = self._core()
-            for remove in (core.delete_namespaced_pod, core.delete_namespaced_config_map):
+            for kind, remove in (
+                ("pods", core.delete_namespaced_pod),
+                ("configmaps", core.delete_namespaced_config_map),
+            ):
                 try:
                     remove(
                         name,
@@ -236,7 +250,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         _request_timeout=self._timeout(deadline, "delete"),
                     )
                 except sdk.ApiException as exc:
-                    if not _not_found(exc):
+                    if not _proves_missing(exc, kind, name):
                         raise
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)
         except Exception as exc:
