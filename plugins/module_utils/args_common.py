@@ -41,6 +41,7 @@ INSTANCE_OPTIONS = {
     "wait": {"type": "bool"},
     "wait_timeout": {"type": "float"},
     "force": {"type": "bool"},
+    "owner_reference": {"type": "bool"},
 }
 
 INSTANCE_DEFAULTS = {
@@ -49,4 +50,5 @@ INSTANCE_DEFAULTS = {
     "wait": False,
     "wait_timeout": 300.0,
     "force": False,
+    "owner_reference": False,
 }

@@ -62,6 +62,7 @@ class CreateRequest:
     placement: Placement = dataclasses.field(default_factory=Placement)
     cloud_init: str = dataclasses.field(default="", repr=False)
     port: int = 3128
+    owner_reference: bool = False  # the owning Proxy (namespace, proxy_name, uid) may own it
 
     def describe(self) -> dict:
         """A loggable view: the cloud-init content is replaced by its byte count."""
@@ -73,6 +74,7 @@ class CreateRequest:
             "placement": dataclasses.asdict(self.placement),
             "cloud_init_bytes": len(self.cloud_init.encode("utf-8")),
             "port": self.port,
+            "owner_reference": self.owner_reference,
         }
 
 

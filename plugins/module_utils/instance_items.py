@@ -42,6 +42,7 @@ class Item:
     wait: bool
     wait_timeout: float
     force: bool = False
+    owner_reference: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,6 +208,7 @@ def _item(index, where, values, raw, config, resolve, problems):
         wait=bool(values["wait"]),
         wait_timeout=float(values["wait_timeout"]),
         force=bool(values["force"]),
+        owner_reference=bool(values["owner_reference"]),
     )
 
 

@@ -105,6 +105,7 @@ class Converger:
             placement=item.placement,
             cloud_init=item.cloud_init,
             port=item.port,
+            owner_reference=item.owner_reference,
         )
 
     def _present(self, provider, item: Item, deadline) -> dict:

@@ -56,6 +56,14 @@ options:
   proxy_name:
     description: Name of the owning Proxy resource (used by the kubernetes provider for the owner reference).
     type: str
+  owner_reference:
+    description:
+      - Make the owning Proxy resource (O(namespace), O(proxy_name) and O(uid) as its UID) the
+        controlling owner of the kubernetes provider's Pod, so Kubernetes deletes the Pod with
+        the Proxy. Only for a O(uid) that is a real Proxy's UID (the controller's case): for
+        any other uid Kubernetes garbage-collects the Pod at once. Other providers ignore it.
+        Defaults to C(false).
+    type: bool
   placement:
     description: Where the instance should run; each provider documents which fields it uses.
     type: dict
@@ -130,6 +138,9 @@ options:
       proxy_name:
         description: See O(proxy_name).
         type: str
+      owner_reference:
+        description: See O(owner_reference).
+        type: bool
       placement:
         description: See O(placement).
         type: dict

@@ -178,7 +178,7 @@ def test_pod_is_owned_by_its_proxy_and_locked_down(backend, kube_admin):
         ),
     )
     proxy_uid = proxy["metadata"]["uid"]
-    req = backend.request(proxy_uid, proxy_name="eu-1", port=8080)
+    req = backend.request(proxy_uid, proxy_name="eu-1", port=8080, owner_reference=True)
     provider_id = backend.provider.create(req, dl())
     wait_state(backend.provider, provider_id, contract.RUNNING)
     pod = backend.pod(provider_id)
