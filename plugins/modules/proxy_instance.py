@@ -60,7 +60,7 @@ options:
     description:
       - Make the owning Proxy resource (O(namespace), O(proxy_name) and O(uid) as its UID) the
         controlling owner of the kubernetes provider's Pod, so Kubernetes deletes the Pod with
-        the Proxy. Only for a O(uid) that is a real Proxy's UID (the controller's case): for
+        the Proxy. Only for a O(uid) that is a real Proxy's UID (the controller's case); for
         any other uid Kubernetes garbage-collects the Pod at once. Other providers ignore it.
         Defaults to C(false).
     type: bool

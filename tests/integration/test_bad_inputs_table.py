@@ -204,7 +204,7 @@ def test_every_bad_module_input_is_refused_and_changes_nothing(tmp_path, local):
     pid_file = tmp_path / "state" / "instances" / bystander["name"] / "process.json"
     pid_before = json.loads(pid_file.read_text())["pid"]
 
-    tasks = [_task(label, module, args, bystander) for label, (module, args), _ in MODULE_ROWS]
+    tasks = [_task(label, module, args, bystander) for label, (module, args), _fragment in MODULE_ROWS]
     run = run_playbook(tmp_path, tasks, module_defaults=local)
     wrong = {label: _wrong(_result(run, label), fragment) for label, _call, fragment in MODULE_ROWS}
     _assert_none_wrong(wrong)

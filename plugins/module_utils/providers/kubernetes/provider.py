@@ -21,7 +21,7 @@ import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import replace, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
     check_apiserver,
 )
@@ -210,13 +210,35 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         provider_id,
                         "Pod %s exists and belongs to uid %r, not %s" % (provider_id, owner_uid, req.uid),
                     ) from None
-                log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
+                if self._instance(pod).state in (contract.STOPPED, contract.TERMINATED):
+                    pod = self._recreate(core, req, namespace, body, pod, deadline)
+                else:
+                    log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
             self._ensure_config_map(core, req, namespace, pod.metadata.uid, deadline)
         except errors.ProviderError:
             raise
         except Exception as exc:
             raise self._fail("create", provider_id, exc) from exc
         return provider_id
+
+    def _recreate(self, core, req, namespace: str, body: dict, pod, deadline):
+        """Our Pod has finished and will never run again: replace it (replace.py says why)."""
+        log.info(
+            "provider=%s op=create id=%s pod %s has finished (phase %s): replacing it",
+            self.name,
+            format_id(namespace, req.name),
+            pod.metadata.uid,
+            pod.status.phase if pod.status else "",
+        )
+        replace.free_name(
+            core,
+            req.name,
+            namespace,
+            pod.metadata.deletion_timestamp is not None,
+            lambda: self._timeout(deadline, "create"),
+            deadline,
+        )
+        return core.create_namespaced_pod(namespace, body, _request_timeout=self._timeout(deadline, "create"))
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
         try:
