@@ -100,6 +100,11 @@ class FakeSeam:
             raise missing("zones", zone, "instances", name)
         return {"name": "operation-del", "status": "RUNNING", "operationType": "delete"}
 
+    def start_instance(self, zone, name, verb, timeout):
+        self._enter("start_instance", zone, name, verb, timeout=timeout)
+        self.instances[(zone, name)]["status"] = "STAGING"
+        return {"name": "operation-start", "status": "RUNNING", "operationType": verb}
+
     def list_instances_page(self, filter_, max_results, page_token, timeout):
         self._enter("list_instances_page", filter_, max_results, page_token, timeout=timeout)
         return self.pages.pop(0) if self.pages else {"items": {}}

@@ -142,6 +142,14 @@ class ComputeAPI:
         )
         return _as_dict(op)
 
+    def start_instance(self, zone: str, name: str, verb: str, timeout: float) -> dict:
+        """``instances.start`` (``verb`` "start", a TERMINATED VM) or ``instances.resume``."""
+        call = {"start": "start_unary", "resume": "resume_unary"}[verb]
+        op = getattr(self._client("instances"), call)(
+            project=self.project, zone=zone, instance=name, timeout=timeout, retry=None
+        )
+        return _as_dict(op)
+
     def list_instances_page(self, filter_: str, max_results: int, page_token: str, timeout: float) -> dict:
         """One page of ``instances.aggregatedList``: ``{"items": {scope: {...}}, "nextPageToken"...}``."""
         request = compute_v1.AggregatedListInstancesRequest(

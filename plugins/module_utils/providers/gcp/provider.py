@@ -52,6 +52,9 @@ LIST_PAGE_SIZE = 500  # the API maximum: 100 instances are one request
 OPS_PAGE_SIZE = 500
 DEFAULT_ADDRESS = "compute.googleapis.com"
 
+# The statuses of ours that create brings back, and how (STOPPING/SUSPENDING settle first).
+RESTART_VERBS = {"TERMINATED": "start", "SUSPENDED": "resume"}
+
 log = logging.getLogger("crawl.egress_proxies.providers.gcp")
 
 
@@ -217,6 +220,19 @@ class GcpProvider(contract.Provider, contract.Checker):
                     labels.uid_label_value(req.uid),
                 ),
             )
+        verb = RESTART_VERBS.get(existing.get("status", ""))
+        if verb:
+            # Stopped by someone (TERMINATED) or suspended: state: present means running again.
+            op = self._call(deadline, "create", self.api.start_instance, req.placement.zone, req.name, verb)
+            log.info(
+                "provider=%s op=create id=%s was %s: %s submitted operation=%s",
+                self.name,
+                provider_id,
+                existing.get("status"),
+                verb,
+                op.get("name", "?"),
+            )
+            return provider_id
         log.info("provider=%s op=create id=%s exists with our uid: adopted", self.name, provider_id)
         return provider_id
 
