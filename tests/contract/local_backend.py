@@ -60,6 +60,7 @@ class LocalBackend:
         self.telemetry = observe.Telemetry()
         self.provider = self.build()
         self._ports = {}
+        self._unmarked = []  # made behind the provider's back; removed the same way
         self.malformed_ids = [
             "",
             "proxy-abcdefghijklmnop",  # no prefix
@@ -148,6 +149,7 @@ class LocalBackend:
         }
         with open(os.path.join(directory, store.RECORD), "w", encoding="utf-8") as handle:
             json.dump(record, handle)
+        self._unmarked.append(name)
 
     def force_unknown_state(self, provider_id: str) -> None:
         """SIGSTOP the instance's own Squid: a suspended process never resumes by itself."""
@@ -238,6 +240,8 @@ class LocalBackend:
         if os.path.isfile(self.instances_dir):  # a test died inside break_listing
             os.unlink(self.instances_dir)
             os.rename(os.path.join(self.state_dir, ".instances-hidden"), self.instances_dir)
+        for name in self._unmarked:  # the provider rightly refuses to delete what is not ours
+            shutil.rmtree(os.path.join(self.instances_dir, name), ignore_errors=True)
         if os.path.isdir(self.instances_dir):
             for name in sorted(os.listdir(self.instances_dir)):
                 if name.startswith(".") or not names.is_dns_label(name):

@@ -103,6 +103,28 @@ def test_missing_sdk_is_permanent_with_a_clear_message(monkeypatch):
     assert (status.ready, status.reason) == (False, REASON_SDK_MISSING)
 
 
+def test_missing_credentials_file_is_transient_like_every_credential_file(tmp_path):
+    """Issue 15: one rule for credential files (credential_files.py); a missing gcp key latched
+    Permanent while a missing libvirt key was Transient."""
+    missing = tmp_path / "not-mounted-yet.json"
+    parsed = config.parse(
+        {
+            "providers": [
+                {
+                    "name": "g",
+                    "type": "gcp",
+                    "gcp": {"project": "my-project", "credentialsFile": str(missing)},
+                }
+            ]
+        }
+    )
+    provider = GcpProvider("g", "prod", parsed.providers[0].block)
+    with pytest.raises(errors.ProviderError) as exc_info:
+        provider.list_by_tag(Deadline(5))
+    assert klass(exc_info) == errors.TRANSIENT
+    assert str(missing) in str(exc_info.value)
+
+
 def test_unreadable_credentials_file_is_permanent_and_does_not_quote_it(tmp_path):
     key = tmp_path / "key.json"
     key.write_text('{"type": "service_account", "private_key": "SECRET-KEY-MATERIAL"}')

@@ -25,7 +25,9 @@ def raised(call) -> ProviderError:
     return caught.value
 
 
-def test_unreadable_kubeconfig_is_permanent_with_the_configured_name(tmp_path):
+def test_missing_kubeconfig_is_transient_with_the_configured_name(tmp_path):
+    """Issue 15: one rule for credential files (credential_files.py): missing is Transient (a
+    Secret may still be mounting); a kubeconfig that reads but is broken is Permanent (below)."""
     p = provider(tmp_path)
     for op, call in (
         ("get", lambda: p.get("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(5))),
@@ -34,8 +36,15 @@ def test_unreadable_kubeconfig_is_permanent_with_the_configured_name(tmp_path):
         ("create", lambda: p.create(contract.CreateRequest(name="proxy-a", uid="u"), Deadline(5))),
     ):
         err = raised(call)
-        assert (err.error_class, err.op, err.provider_name) == (errors.PERMANENT, op, "k8s-eu"), err
+        assert (err.error_class, err.op, err.provider_name) == (errors.TRANSIENT, op, "k8s-eu"), err
         assert "missing.kubeconfig" in str(err)
+
+
+def test_broken_kubeconfig_is_permanent(tmp_path):
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    err = raised(lambda: provider(tmp_path, kubeconfig=str(broken)).get("crawl/proxy-a", Deadline(5)))
+    assert err.error_class == errors.PERMANENT and "broken.kubeconfig" in str(err), err
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,9 @@ other 4xx Permanent, the rest Transient.
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 
 QUOTA_REASONS = frozenset({"quotaExceeded", "rateLimitExceeded", "userRateLimitExceeded"})
@@ -44,7 +47,8 @@ class SdkMissing(Exception):
 
 
 class CredentialsProblem(Exception):
-    """The credentials file is missing or unreadable, or no default credentials exist."""
+    """The credentials file holds no valid service-account key, or no default credentials exist
+    (a file that cannot be read at all is ``CredentialsUnavailable``: Transient)."""
 
 
 class OperationFailed(Exception):
@@ -127,6 +131,8 @@ def classify(exc: BaseException) -> str:
     """The error class of any failure a gcp call can raise."""
     if isinstance(exc, errors.ProviderError):
         return exc.error_class
+    if isinstance(exc, CredentialsUnavailable):
+        return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
     if isinstance(exc, (SdkMissing, CredentialsProblem)):
         return errors.PERMANENT
     if isinstance(exc, DeadlineExceeded):
@@ -192,7 +198,7 @@ def check_reason(exc: BaseException) -> str:
         return contract.REASON_API_ERROR
     if isinstance(exc, SdkMissing):
         return REASON_SDK_MISSING
-    if isinstance(exc, CredentialsProblem):
+    if isinstance(exc, CredentialsProblem | CredentialsUnavailable):
         return contract.REASON_UNAUTHORIZED
     auth_exceptions = _auth_exceptions()
     if auth_exceptions is not None and isinstance(

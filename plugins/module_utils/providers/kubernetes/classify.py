@@ -17,6 +17,9 @@ from __future__ import annotations
 import json
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 
@@ -80,6 +83,8 @@ def classify(exc: BaseException) -> str:
         return exc.error_class
     if isinstance(exc, DeadlineExceeded):
         return errors.TRANSIENT
+    if isinstance(exc, CredentialsUnavailable):
+        return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
     if isinstance(exc, sdk.SDKMissing | sdk.ConfigException):
         return errors.PERMANENT  # install the library or fix the kubeconfig
     if isinstance(exc, sdk.ApiException):
