@@ -128,13 +128,15 @@ def test_create_refuses_another_uid_and_unmarked_and_other_types_domains(image_s
     assert "proxy-unmarked" in shared.domains  # untouched
 
 
-def test_empty_uid_in_marks_is_adopted(image_server):
+def test_empty_uid_in_marks_is_never_adopted(image_server):
+    """Issue 15 (docs/contract.md): an instance without a UID mark was not made by create, which
+    writes the UID in the same step; adopting it hands someone's domain to this owner."""
     provider, _dialer, hosts = make(image_server)
     req = request()
     ns = metadata.namespace("kvm2")
     hosts["h1"].add_domain(req.name, b.DOMAIN_SHUTOFF, {ns: '<instance managed="true" uid="" createdAt=""/>'})
-    assert provider.create(req, dl()).endswith(req.name)
-    assert hosts["h1"].domains[req.name]["state"] == b.DOMAIN_RUNNING
+    assert klass(lambda: provider.create(req, dl())) == errors.PERMANENT
+    assert hosts["h1"].domains[req.name]["state"] == b.DOMAIN_SHUTOFF  # untouched
 
 
 @pytest.mark.parametrize(

@@ -91,8 +91,8 @@ def adopt(conn, type_name: str, req: contract.CreateRequest, deadline) -> None:
             "a domain named %s exists on the host without this provider type's (%s) marks: "
             "it is not ours to adopt" % (req.name, type_name)
         )
-    if marks.uid and marks.uid != req.uid:
-        raise Permanent("domain %s belongs to uid %s, not %s" % (req.name, marks.uid, req.uid))
+    if marks.uid != req.uid:  # an empty UID too: create writes it with the domain, so not ours
+        raise Permanent("domain %s belongs to uid %r, not %s" % (req.name, marks.uid, req.uid))
     ensure_running(conn, req.name, deadline)
 
 
