@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import errno
+import fcntl
+import threading
+import time
 
 import pytest
 
@@ -116,3 +119,33 @@ def test_delete_refuses_an_unmarked_instance_directory(tmp_path):
         _provider(tmp_path).delete("local/handmade", Deadline(5))
     assert caught.value.error_class == errors.PERMANENT
     assert (handmade / "instance.json").exists()
+
+
+def test_a_held_instance_lock_is_bounded_by_the_deadline(tmp_path):
+    """Issue 15: the local provider's flock waited forever (another process holding the lock
+    held the whole batch worker); it now gives up at the deadline, Transient."""
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (tmp_path / "instances" / "proxy-a").mkdir(parents=True)
+    (tmp_path / "instances" / "proxy-a" / "instance.json").write_text('{"proxy-operator-managed": "true"}')
+    holder = open(locks / "proxy-a", "a")  # noqa: SIM115 (held across the call)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    outcome = []
+
+    def call():
+        try:
+            _provider(tmp_path).delete("local/proxy-a", Deadline(0.5))
+            outcome.append("returned")
+        except errors.ProviderError as exc:
+            outcome.append(exc.error_class)
+
+    worker = threading.Thread(target=call, daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(5)
+    finished = not worker.is_alive()
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    holder.close()
+    worker.join(5)
+    assert finished, "delete still waiting for the lock after 5 s with a 0.5 s deadline"
+    assert outcome == [errors.TRANSIENT] and time.monotonic() - started < 5

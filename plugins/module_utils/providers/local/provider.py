@@ -171,7 +171,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         )
 
     def _ensure_running(self, name: str, deadline) -> None:
-        with self.store.locked(name):
+        with self.store.locked(name, deadline):
             state, pid = process.status(self.store.path(name))
             if state == process.ALIVE:
                 return
@@ -223,6 +223,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     int(req.port),
                     self._files(req.name, squid_user),
                     owner,
+                    deadline=deadline,
                 )
                 # A concurrent create of the same name may have won the race: re-check the UID.
                 record = self.store.read(req.name)
@@ -260,7 +261,7 @@ class LocalProvider(contract.Provider, contract.Checker):
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
         try:
             deadline.check("delete")
-            with self.store.locked(name):
+            with self.store.locked(name, deadline):
                 record = self.store.read(name)
                 if record is None:
                     return
