@@ -23,7 +23,7 @@ import subprocess
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import listening, process
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
     Store,
     StoreError,
@@ -142,11 +142,14 @@ class LocalProvider(contract.Provider, contract.Checker):
 
     def _instance(self, name: str, record: dict, deadline) -> contract.Instance:
         directory = self.store.path(name)
-        state, _pid = process.status(directory)
+        state, pid = process.status(directory)
         created_at = _parse_time(record.get("createdAt"))
         if state == process.ALIVE:
             deadline.check("get")
-            if self._accepts(record["address"], int(record["port"]), deadline):
+            address, port = record["address"], int(record["port"])
+            # Its own Squid must hold the listening socket: a connect alone may reach another
+            # process on that address and port (listening.py).
+            if listening.listens(pid, address, port) and self._accepts(address, port, deadline):
                 phase = contract.RUNNING
             else:
                 phase = contract.PROVISIONING
