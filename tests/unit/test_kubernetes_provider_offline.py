@@ -4,6 +4,7 @@ call, and a kubeconfig that cannot be read (Permanent, with the configured provi
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
@@ -117,3 +118,23 @@ def test_create_into_a_missing_namespace_is_permanent(tmp_path):
         assert raised(lambda: p.list_by_tag(Deadline(5))).error_class == errors.TRANSIENT
     finally:
         server.close()
+
+
+def test_a_hanging_exec_credential_plugin_is_bounded_by_the_deadline(tmp_path):
+    """Issue 15: loading the kubeconfig runs its exec plugin with no timeout of its own; a plugin
+    that hangs held the call (and the batch worker) forever. It is abandoned at the deadline."""
+    plugin = tmp_path / "hang.sh"
+    plugin.write_text("#!/bin/sh\nexec sleep 60\n")
+    plugin.chmod(0o755)
+    kubeconfig = tmp_path / "exec.kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: '%s'}}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n" % plugin
+    )
+    p = provider(tmp_path, kubeconfig=str(kubeconfig))
+    started = time.monotonic()
+    err = raised(lambda: p.get("crawl/proxy-a", Deadline(1)))
+    assert time.monotonic() - started < 5, "the exec plugin held the call"
+    assert err.error_class == errors.TRANSIENT, err

@@ -73,7 +73,7 @@ def check_apiserver(provider, deadline) -> contract.TargetStatus:
     details = {"namespace": namespace or "*"}
     address = ""
     try:
-        client = provider._api_client()
+        client = provider._api_client(deadline)
         address = client.configuration.host
         timeout = provider._timeout
         version = sdk.k8s_client.VersionApi(client).get_code(_request_timeout=timeout(deadline, "check"))

@@ -19,7 +19,7 @@ import datetime
 import logging
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import replace, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
@@ -64,14 +64,23 @@ class KubernetesProvider(contract.Provider, contract.Checker):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _api_client(self):
+    def _api_client(self, deadline):
+        """Built on first use, within the deadline: loading a kubeconfig may run its exec
+        credential plugin, a subprocess with no timeout of its own (abandon.py)."""
         with self._client_lock:
             if self._client is None:
-                self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
+                self._client = abandon.run(
+                    sdk.api_client,
+                    (self.config.kubeconfig, self.config.context),
+                    self.config.request_timeout_seconds,
+                    deadline,
+                    "load kubeconfig",
+                    thread_prefix="kubernetes",
+                )
             return self._client
 
-    def _core(self):
-        return sdk.k8s_client.CoreV1Api(self._api_client())
+    def _core(self, deadline):
+        return sdk.k8s_client.CoreV1Api(self._api_client(deadline))
 
     def _timeout(self, deadline, op: str) -> float:
         deadline.check(op)
@@ -189,7 +198,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
         log.info("provider=%s op=create request=%s", self.name, req.describe())
         try:
-            core = self._core()
+            core = self._core(deadline)
             body = podlib.build_pod(req, namespace, self.installation, self.config)
             try:
                 pod = core.create_namespaced_pod(
@@ -246,7 +255,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         except ValueError as exc:
             raise errors.permanent("get", self.name, provider_id, exc) from exc
         try:
-            pod = self._core().read_namespaced_pod(
+            pod = self._core(deadline).read_namespaced_pod(
                 name, namespace, _request_timeout=self._timeout(deadline, "get")
             )
             return self._instance(pod)
@@ -259,7 +268,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         except ValueError as exc:
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
         try:
-            core = self._core()
+            core = self._core(deadline)
             for kind, remove in (
                 ("pods", core.delete_namespaced_pod),
                 ("configmaps", core.delete_namespaced_config_map),
@@ -287,7 +296,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         )
         out = []
         try:
-            core = self._core()
+            core = self._core(deadline)
             token = None
             while True:
                 kwargs = {"label_selector": selector, "limit": LIST_PAGE_SIZE}
