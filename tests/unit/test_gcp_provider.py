@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 import uuid
 
 import pytest
+from fakes.trickle_server import TrickleServer
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -771,3 +773,29 @@ def test_id_for_needs_no_call_and_ignores_the_namespace():
     assert provider.id_for("Bad_Name", placement) is None
     assert provider.id_for(NAME, contract.Placement(zone="")) is None
     assert seam.calls == []
+
+
+def test_an_endpoint_that_trickles_its_answer_is_bounded_by_the_deadline():
+    """Issue 15: the client's timeout applies per socket read, so an answer that keeps arriving
+    one byte at a time held get past any deadline. The whole call is bounded now."""
+    server = TrickleServer(interval=0.2)
+    try:
+        parsed = config.parse(
+            {
+                "providers": [
+                    {
+                        "name": "g",
+                        "type": "gcp",
+                        "gcp": {"project": "my-project", "apiEndpoint": server.endpoint},
+                    }
+                ]
+            }
+        )
+        provider = GcpProvider("g", "prod", parsed.providers[0].block)
+        started = time.monotonic()
+        with pytest.raises(errors.ProviderError) as exc_info:
+            provider.get(PID, Deadline(1.5))
+        assert time.monotonic() - started < 5, "the trickling answer held the call"
+        assert klass(exc_info) == errors.TRANSIENT
+    finally:
+        server.close()

@@ -21,9 +21,10 @@ configured provider name after ``classify``; cloud-init is never logged.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
@@ -90,8 +91,13 @@ class GcpProvider(contract.Provider, contract.Checker):
     # -- helpers -------------------------------------------------------------------------
 
     def _call(self, deadline, what: str, method, *args):
+        """One API call, bounded as a whole: the client's timeout applies per socket read (an
+        answer trickling in, or a token refresh, would outlast it), so the call runs under
+        abandon.run as well and is left behind at the deadline (Transient)."""
         deadline.check(what)
-        return method(*args, timeout=deadline.budget(CALL_BUDGET_SECONDS))
+        budget = deadline.budget(CALL_BUDGET_SECONDS)
+        call = functools.partial(method, *args, timeout=budget)
+        return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
 
     def _resource(self, *path: str) -> str:
         """The resource path the API names in its 404 (``projects/<project>/...``)."""
