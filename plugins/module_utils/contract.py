@@ -166,6 +166,13 @@ class Provider(abc.ABC):
         """
         return None
 
+    def check_request(self, req: CreateRequest) -> str:
+        """Why ``create(req)`` can never succeed, as far as the provider can tell without a call
+        (a placement it does not know, a name the backend refuses), or ``""``. ``proxy_instance``
+        asks it for every item before the first call, so one bad item changes nothing; ``create``
+        still checks the same again."""
+        return ""
+
     def name_in_id(self, provider_id: str) -> str | None:
         """The instance name ``provider_id`` names; ``ValueError`` when it is malformed.
 

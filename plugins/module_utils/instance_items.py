@@ -187,7 +187,7 @@ def _item(index, where, values, raw, config, resolve, problems):
     if problems:
         return None
     placement = values.get("placement") or {}
-    return Item(
+    item = Item(
         index=index,
         where=where,
         provider=provider,
@@ -209,6 +209,26 @@ def _item(index, where, values, raw, config, resolve, problems):
         wait_timeout=float(values["wait_timeout"]),
         force=bool(values["force"]),
         owner_reference=bool(values["owner_reference"]),
+    )
+    if item.state == STATE_PRESENT and resolve is not None:
+        refusal = resolve(provider).check_request(request_of(item))
+        if refusal:
+            problems.append("%s: %s" % (where, refusal) if where else refusal)
+            return None
+    return item
+
+
+def request_of(item: Item) -> contract.CreateRequest:
+    """What ``create`` gets for ``item``."""
+    return contract.CreateRequest(
+        name=item.name,
+        uid=item.uid,
+        namespace=item.namespace,
+        proxy_name=item.proxy_name,
+        placement=item.placement,
+        cloud_init=item.cloud_init,
+        port=item.port,
+        owner_reference=item.owner_reference,
     )
 
 

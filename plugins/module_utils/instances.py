@@ -28,6 +28,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_item
     InvalidItem,
     Item,
     items_from_params,
+    request_of,
 )
 
 ABSENT = "absent"
@@ -96,18 +97,6 @@ class Converger:
             return self._present(provider, item, deadline)
         return self._absent(provider, item, deadline)
 
-    def _request(self, item: Item) -> contract.CreateRequest:
-        return contract.CreateRequest(
-            name=item.name,
-            uid=item.uid,
-            namespace=item.namespace,
-            proxy_name=item.proxy_name,
-            placement=item.placement,
-            cloud_init=item.cloud_init,
-            port=item.port,
-            owner_reference=item.owner_reference,
-        )
-
     def _present(self, provider, item: Item, deadline) -> dict:
         provider_id = item.id or provider.id_for(item.name, item.placement, item.namespace or "") or ""
         existing = None
@@ -131,7 +120,7 @@ class Converger:
         if self.pm.check_mode:
             return _result(item, True, existing, provider_id, ABSENT if existing is None else "")
         try:
-            provider_id = provider.create(self._request(item), deadline)
+            provider_id = provider.create(request_of(item), deadline)
         except errors.ProviderError as exc:
             return failure(item, exc, provider_id)
         try:

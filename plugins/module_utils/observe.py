@@ -105,6 +105,9 @@ class ObservedProvider(Provider):
     def name_in_id(self, provider_id):
         return self.inner.name_in_id(provider_id)
 
+    def check_request(self, req):
+        return self.inner.check_request(req)
+
     def close(self):
         self.inner.close()
 

@@ -316,3 +316,21 @@ def test_present_brings_a_stopped_vm_of_ours_back(tmp_path, fake, gcp, status, v
         assert "POST zones/%s/instances/%s/%s" % (ZONE, name, verb) in requests_of(fake, since)
     finally:
         run_playbook(tmp_path, [{"name": "rm", PI: dict(item, state="absent")}], module_defaults=gcp)
+
+
+def test_one_bad_placement_in_a_batch_changes_nothing(tmp_path, fake, gcp):
+    """Issue 15: placements are checked by their provider for every item before the first call;
+    the good first item used to be created before the second one failed."""
+    items = [
+        {"uid": str(uuid.uuid4()), "placement": PLACEMENT},
+        {"uid": str(uuid.uuid4()), "placement": dict(PLACEMENT, zone="not a zone")},
+    ]
+    run = run_playbook(
+        tmp_path, [{"name": "bad", PI: {"provider": "gcp-it", "instances": items}}], module_defaults=gcp
+    )
+    assert run.rc != 0
+    assert "instances[1]: placement.zone 'not a zone' is not a zone name" in run["bad"]["msg"], run["bad"][
+        "msg"
+    ]
+    assert run["bad"]["error_class"] == "permanent"
+    assert fake.log() == [], "nothing was asked of the backend"

@@ -171,6 +171,13 @@ class GcpProvider(contract.Provider, contract.Checker):
     def name_in_id(self, provider_id):
         return parse_id(provider_id)[1]
 
+    def check_request(self, req):
+        try:
+            self._validate(req)
+        except _Invalid as exc:
+            return str(exc)
+        return ""
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         provider_id = format_id(req.placement.zone, req.name)
         try:

@@ -183,6 +183,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
     def name_in_id(self, provider_id):
         return parse_id(provider_id)[1]
 
+    def check_request(self, req):
+        namespace = self._namespace_for(req)
+        if not names.is_dns_label(namespace):
+            return "namespace %r is not a DNS label" % namespace
+        return ""
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         namespace = self._namespace_for(req)
         provider_id = format_id(namespace, req.name)

@@ -30,7 +30,10 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     listing,
     remove,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import classify
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
+    Permanent,
+    classify,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.guard import (
     Budgets,
     GuardedConnection,
@@ -109,6 +112,13 @@ class LibvirtProvider(contract.Provider, contract.Checker):
 
     def name_in_id(self, provider_id):
         return ids.parse_id(provider_id)[1]
+
+    def check_request(self, req):
+        try:
+            create.plan(self.config, req)
+        except Permanent as exc:
+            return str(exc)
+        return ""
 
     def create(self, req: contract.CreateRequest, deadline) -> str:
         if not names.is_dns_label(req.name):
