@@ -245,28 +245,22 @@ def test_image_without_content_length_is_permanent(image_server):
     assert klass(lambda: provider.create(request(), dl())) == errors.PERMANENT
 
 
-def test_overlay_reused_only_when_backing_and_size_match(image_server):
+def test_a_leftover_overlay_is_never_reused(image_server):
+    """Issue 15: after a partial delete (the domain undefined, a volume delete failed) the next
+    create reused the overlay when path and size matched: a disk on which cloud-init had already
+    run with the old user-data, possibly on another base. Without its domain it is a leftover."""
     provider, _dialer, hosts = make(image_server)
     req = request()
     provider.create(req, dl())
     host = hosts["h1"]
     overlay_name = ids.overlay_volume(req.name, "kvm2")
-    # the domain goes away (by hand), the overlay stays: a matching overlay is reused ...
-    del host.domains[req.name]
-    host.volumes()[overlay_name]["data"] = b"guest writes"
-    provider.create(req, dl())
-    assert host.volumes()[overlay_name]["data"] == b"guest writes"
-    # ... one with another size or backing file is recreated
-    del host.domains[req.name]
-    host.volumes()[overlay_name]["capacity"] = 1 * GIB
-    provider.create(req, dl())
-    assert (
-        host.volumes()[overlay_name]["data"] == b"" and host.volumes()[overlay_name]["capacity"] == 10 * GIB
-    )
-    del host.domains[req.name]
-    host.volumes()[overlay_name]["backing"] = "/elsewhere"
-    provider.create(req, dl())
-    assert host.volumes()[overlay_name]["backing"] == "/pools/default/egress-image-tiny"
+    for change in ({"data": b"guest writes"}, {"capacity": 1 * GIB}, {"backing": "/elsewhere"}):
+        del host.domains[req.name]  # undefined; the overlay stays behind
+        host.volumes()[overlay_name].update(change)
+        provider.create(req, dl())
+        overlay = host.volumes()[overlay_name]
+        assert overlay["data"] == b"", change
+        assert overlay["capacity"] == 10 * GIB and overlay["backing"] == "/pools/default/egress-image-tiny"
 
 
 def test_seed_is_always_rebuilt(image_server):
