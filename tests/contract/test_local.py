@@ -149,7 +149,7 @@ def test_running_only_when_its_own_squid_listens(backend):
     def accept():
         while not accepting.is_set():
             with contextlib.suppress(OSError):
-                conn, _ = squatter.accept()
+                conn, _peer = squatter.accept()
                 conn.close()
 
     threading.Thread(target=accept, daemon=True).start()
@@ -158,7 +158,7 @@ def test_running_only_when_its_own_squid_listens(backend):
             provider_id = backend.provider.create(req, dl(backend))
             ids.append(provider_id)
             states = set()
-            for _ in range(20):
+            for _attempt in range(20):
                 states.add(backend.provider.get(provider_id, dl(backend)).state)
                 time.sleep(0.2)
             assert contract.RUNNING not in states, "another process's socket proved nothing"

@@ -23,7 +23,7 @@ class TrickleServer:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(total))
                 self.end_headers()
-                for _ in range(total):
+                for _byte in range(total):
                     if server.stop.is_set():
                         return
                     try:
