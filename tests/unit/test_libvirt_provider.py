@@ -10,6 +10,7 @@ import time
 
 import pytest
 from fakes.libvirt_fake import FakeHost, err
+from fakes.trickle_server import TrickleServer
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -686,3 +687,18 @@ def test_id_for_follows_the_placement_rules_of_create(image_server):
     assert two.id_for("proxy-a", contract.Placement(zone="h2")) == "hosts/h2/domains/proxy-a"
     assert two.id_for("proxy-a", contract.Placement(zone="nope")) is None
     assert one.id_for("Not_A_Label", zoneless) is None
+
+
+def test_an_image_download_that_trickles_is_bounded_by_the_deadline(image_server):
+    """Issue 15: one read of the image body blocked as long as bytes kept trickling in (each
+    socket read within its timeout), holding create past any deadline. Each read is bounded."""
+    slow = TrickleServer(interval=0.1, total=5000)
+    try:
+        images = {"tiny": {"url": slow.endpoint + "/tiny.qcow2", "sha256": "0" * 64}}
+        provider, _dialer, hosts = make(image_server, images=images)
+        started = time.monotonic()
+        assert klass(lambda: provider.create(request(), Deadline(2))) == errors.TRANSIENT
+        assert time.monotonic() - started < 8, "the trickling download held create"
+        assert not [v for v in hosts["h1"].volumes() if v.startswith("egress-image-")], "nothing half-cached"
+    finally:
+        slow.close()

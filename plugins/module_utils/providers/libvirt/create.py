@@ -166,7 +166,7 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
                 image.fill(conn, pool, p.image, response, length, deadline, provider.budgets)
         finally:
             if response is not None:
-                response.close()
+                image.close_download(response)
     base_path = conn.volume_path(pool, p.image.volume)
     overlay = ids.overlay_volume(req.name, type_name)
     fresh_overlay(conn, pool, overlay, config.disk_size_gb, base_path, p.image.format)
