@@ -33,11 +33,13 @@ options:
     description:
       - Seconds allowed for the provider calls of one instance (or one provider), each call
         bounded by it. A call that runs past it fails with error class C(transient).
+      - More than 0 and at most 86400; C(nan) and C(inf) are refused (error class C(permanent)).
     type: float
     default: 120.0
   concurrency:
     description:
       - How many instances (or providers) are worked on at once in one module run.
+      - A whole number from 1 to 256.
     type: int
     default: 16
 requirements:
@@ -45,7 +47,8 @@ requirements:
   - pydantic >= 2.7
 notes:
   - Failures return C(error_class), one of C(not_found), C(quota_exceeded), C(transient) (safe to
-    retry) and C(permanent) (fix the input or the configuration first).
+    retry) and C(permanent) (fix the input or the configuration first). Every invalid argument,
+    also one core Ansible refuses before the module runs, is C(permanent).
   - Every result carries C(telemetry), one record per provider call (op, provider, class,
     duration_seconds), which the controller turns into metrics.
 """

@@ -40,6 +40,8 @@ INSTANCE_OPTIONS = {
     "state": {"type": "str", "choices": [STATE_PRESENT, STATE_ABSENT]},
     "wait": {"type": "bool"},
     "wait_timeout": {"type": "float"},
+    "force": {"type": "bool"},
+    "owner_reference": {"type": "bool"},
 }
 
 INSTANCE_DEFAULTS = {
@@ -47,4 +49,6 @@ INSTANCE_DEFAULTS = {
     "state": STATE_PRESENT,
     "wait": False,
     "wait_timeout": 300.0,
+    "force": False,
+    "owner_reference": False,
 }

@@ -20,25 +20,19 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config_yaml, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import (
     check_dns_label,
     format_loc,
     format_validation_error,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt, label
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import DEFAULT_INSTALLATION
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
     ValidationError,
     require_pydantic,
 )
-
-try:
-    import yaml
-
-    YAML_IMPORT_ERROR = None
-except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
-    YAML_IMPORT_ERROR = "PyYAML is required to read a providers file"
 
 ENV_PROVIDERS_FILE = "EGRESS_PROXIES_PROVIDERS_FILE"
 TOP_LEVEL_KEYS = ("installation", "providers")
@@ -77,9 +71,10 @@ def parse(data, source: str = "<inline>") -> ProvidersConfig:
     require_pydantic()
     problems = []
     if not isinstance(data, dict):
-        raise ConfigError(["<root>: must be a mapping with a 'providers' list"])
+        problem = "<root>: must be a mapping with a 'providers' list"
+        raise ConfigError(["%s: %s" % (source, problem) if source != "<inline>" else problem])
     for key in sorted(set(data) - set(TOP_LEVEL_KEYS)):
-        problems.append("%s: unknown field (allowed: %s)" % (key, ", ".join(TOP_LEVEL_KEYS)))
+        problems.append("%s: unknown field (allowed: %s)" % (label(key), ", ".join(TOP_LEVEL_KEYS)))
 
     installation = data.get("installation", DEFAULT_INSTALLATION)
     if not isinstance(installation, str):
@@ -108,10 +103,26 @@ def parse(data, source: str = "<inline>") -> ProvidersConfig:
             )
             continue
         seen[spec.name] = index
+        problems.extend(_conflicts(index, spec, specs, seen))
         specs.append(spec)
     if problems:
         raise ConfigError(["%s: %s" % (source, p) if source != "<inline>" else p for p in problems])
     return ProvidersConfig(installation=installation, providers=tuple(specs), source=source)
+
+
+def _conflicts(index: int, spec: ProviderSpec, earlier: list, seen: dict) -> list:
+    """Settings of two providers of one type that cannot both hold (a block's ``conflict_with``)."""
+    check = getattr(spec.block, "conflict_with", None)
+    out = []
+    for other in earlier:
+        if other.type == spec.type and check is not None:
+            problem = check(other.block)
+            if problem:
+                out.append(
+                    "providers[%d].%s: %s of providers[%d] (%s)"
+                    % (index, spec.type, problem, seen[other.name], other.name)
+                )
+    return out
 
 
 def _parse_entry(index: int, entry, problems: list):
@@ -137,8 +148,8 @@ def _parse_entry(index: int, entry, problems: list):
         ok = False
     elif provider_type is None:
         problems.append(
-            "%s.type: unknown provider type %r (known: %s)"
-            % (format_loc(here), type_name, ", ".join(allowed_types))
+            "%s.type: unknown provider type %s (known: %s)"
+            % (format_loc(here), excerpt(type_name), ", ".join(allowed_types))
         )
         ok = False
     for key in sorted(set(entry) - set(ENTRY_KEYS), key=str):
@@ -150,7 +161,7 @@ def _parse_entry(index: int, entry, problems: list):
                 % (format_loc(here), key, key, type_name)
             )
         else:
-            problems.append("%s.%s: unknown field" % (format_loc(here), key))
+            problems.append("%s.%s: unknown field" % (format_loc(here), label(key)))
         ok = False
     if provider_type is None:
         return None
@@ -170,15 +181,10 @@ def _parse_entry(index: int, entry, problems: list):
 
 def load_file(path: str) -> ProvidersConfig:
     """Read and validate a providers file; a missing or unreadable file is a ``ConfigError``."""
-    if YAML_IMPORT_ERROR:
-        raise ConfigError([YAML_IMPORT_ERROR])
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
-    except OSError as exc:
-        raise ConfigError(["%s: cannot read providers file: %s" % (path, exc.strerror)]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(["%s: not valid YAML: %s" % (path, exc)]) from None
+        data = config_yaml.load(config_yaml.read_text(path))
+    except config_yaml.FileProblem as exc:
+        raise ConfigError(["%s: %s" % (path, exc)]) from None
     return parse(data if data is not None else {}, source=path)
 
 

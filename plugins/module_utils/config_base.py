@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt, label
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
     BaseModel,
     ConfigDict,
@@ -41,7 +42,7 @@ def format_loc(loc) -> str:
         if isinstance(part, int):
             out += "[%d]" % part
         else:
-            out += ("." if out else "") + str(part)
+            out += ("." if out else "") + label(part)
     return out
 
 
@@ -62,8 +63,8 @@ def format_validation_error(exc, prefix=()) -> list:
 def check_dns_label(value: str, what: str = "value") -> str:
     if not _DNS_LABEL.fullmatch(value or ""):  # fullmatch: "$" alone accepts a trailing newline
         raise ValueError(
-            "%s %r must be a DNS label: lowercase letters, digits and '-', 1-63 characters, "
-            "starting and ending with a letter or digit" % (what, value)
+            "%s %s must be a DNS label: lowercase letters, digits and '-', 1-63 characters, "
+            "starting and ending with a letter or digit" % (what, excerpt(value))
         )
     return value
 
@@ -74,5 +75,5 @@ def check_cidrs(values) -> list:
         try:
             ipaddress.ip_network(value, strict=False)
         except ValueError:
-            raise ValueError("%r is not a CIDR range such as 127.0.0.0/8" % (value,)) from None
+            raise ValueError("%s is not a CIDR range such as 127.0.0.0/8" % excerpt(value)) from None
     return list(values)

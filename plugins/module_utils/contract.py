@@ -62,6 +62,7 @@ class CreateRequest:
     placement: Placement = dataclasses.field(default_factory=Placement)
     cloud_init: str = dataclasses.field(default="", repr=False)
     port: int = 3128
+    owner_reference: bool = False  # the owning Proxy (namespace, proxy_name, uid) may own it
 
     def describe(self) -> dict:
         """A loggable view: the cloud-init content is replaced by its byte count."""
@@ -73,6 +74,7 @@ class CreateRequest:
             "placement": dataclasses.asdict(self.placement),
             "cloud_init_bytes": len(self.cloud_init.encode("utf-8")),
             "port": self.port,
+            "owner_reference": self.owner_reference,
         }
 
 
@@ -161,6 +163,21 @@ class Provider(abc.ABC):
         ``namespace`` is the request's (the owning Proxy's) namespace, which some providers put
         in the id (kubernetes). Lets ``state: absent`` work from a name alone; ``None`` means
         "list to find it".
+        """
+        return None
+
+    def check_request(self, req: CreateRequest) -> str:
+        """Why ``create(req)`` can never succeed, as far as the provider can tell without a call
+        (a placement it does not know, a name the backend refuses), or ``""``. ``proxy_instance``
+        asks it for every item before the first call, so one bad item changes nothing; ``create``
+        still checks the same again."""
+        return ""
+
+    def name_in_id(self, provider_id: str) -> str | None:
+        """The instance name ``provider_id`` names; ``ValueError`` when it is malformed.
+
+        Parsed without a backend call, so ``proxy_instance`` rejects a malformed id before it
+        touches anything (one bad item changes nothing). ``None``: this provider cannot tell.
         """
         return None
 

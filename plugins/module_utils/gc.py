@@ -11,6 +11,10 @@ each one a way an operator could otherwise delete something it must not:
 * an instance whose UID is live is kept;
 * an instance younger than ``min_age`` is kept (its Proxy may not be visible yet); a missing
   ``created_at`` counts as very old, so an unreadable timestamp never shields an orphan forever.
+
+A sweep must finish at any size: every list and every delete gets its own deadline (one shared
+deadline left later orphans undeleted, silently), deletes run ``concurrency`` at a time across
+all providers, and whatever could not be deleted is reported in ``remaining``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 
 DEFAULT_MIN_AGE_SECONDS = 600
 
@@ -51,17 +56,26 @@ def decide(instance, live_uids, installation: str, min_age_seconds: float, now) 
 
 
 def sweep(
-    providers, live_uids, installation: str, min_age_seconds: float, deadline, dry_run: bool = False, now=None
+    providers,
+    live_uids,
+    installation: str,
+    min_age_seconds: float,
+    call_timeout: float,
+    dry_run: bool = False,
+    now=None,
+    concurrency: int = batch.DEFAULT_CONCURRENCY,
 ) -> dict:
     """Run one GC sweep over ``providers`` (name -> provider); returns a report, never raises
-    for a provider failure (those are in ``errors`` and the provider is in ``skipped``)."""
+    for a provider failure (those are in ``errors``, the provider in ``skipped``, and an orphan
+    whose delete failed in ``remaining``)."""
     now = now or datetime.datetime.now(datetime.UTC)
     live = frozenset(u for u in live_uids if u)
-    report = {"deleted": [], "would_delete": [], "kept": [], "errors": [], "skipped": []}
+    report = {"deleted": [], "would_delete": [], "kept": [], "errors": [], "skipped": [], "remaining": []}
+    orphans = []
     for name in sorted(providers):
         provider = providers[name]
         try:
-            instances = provider.list_by_tag(deadline)
+            instances = provider.list_by_tag(Deadline(call_timeout))
         except Exception as exc:  # any failure means we cannot vouch for the list
             report["skipped"].append(name)
             report["errors"].append(_error_entry(name, "", exc))
@@ -74,11 +88,21 @@ def sweep(
             elif dry_run:
                 report["would_delete"].append(entry)
             else:
-                try:
-                    provider.delete(instance.id, deadline)
-                    report["deleted"].append(entry)
-                except Exception as exc:
-                    report["errors"].append(_error_entry(name, instance.id, exc))
+                orphans.append((provider, instance.id, entry))
+
+    def delete(orphan):
+        provider, provider_id, entry = orphan
+        provider.delete(provider_id, Deadline(call_timeout))
+        return ("deleted", entry, None)
+
+    def failed(orphan, exc):
+        _provider, provider_id, entry = orphan
+        return ("remaining", entry, _error_entry(entry["provider"], provider_id, exc))
+
+    for outcome, entry, error in batch.run(orphans, delete, failed, concurrency=concurrency):
+        report[outcome].append(entry)
+        if error is not None:
+            report["errors"].append(error)
     return report
 
 

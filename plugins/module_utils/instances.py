@@ -15,134 +15,24 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, contract, errors, names
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
-    INSTANCE_DEFAULTS,
-    INSTANCE_OPTIONS,
-    STATE_ABSENT,
-    STATE_PRESENT,
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    batch,
+    contract,
+    errors,
+    names,
+    ownership,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import STATE_PRESENT
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_items import (
+    InvalidItem,
+    Item,
+    items_from_params,
+    request_of,
+)
 
 ABSENT = "absent"
 POLL_INTERVAL_SECONDS = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Item:
-    index: int
-    where: str  # "" for the single form, "instances[3]" in a batch: used in messages
-    provider: str
-    uid: str
-    name: str
-    id: str
-    namespace: str
-    proxy_name: str
-    placement: contract.Placement
-    cloud_init: str = dataclasses.field(repr=False)
-    port: int
-    state: str
-    wait: bool
-    wait_timeout: float
-
-
-@dataclasses.dataclass(frozen=True)
-class InvalidItem:
-    """A batch item that failed validation, kept (with ``invalid_items=fail_item``) to report it."""
-
-    index: int
-    where: str
-    values: dict
-    message: str
-
-
-def items_from_params(params: dict, config, isolate: bool = False) -> list:
-    """Merge top-level defaults into each item and validate all of them.
-
-    By default any invalid item raises ``UsageError`` before anything is touched. With
-    ``isolate`` (the controller's mode, where items are independent Proxies) an invalid item
-    becomes an ``InvalidItem`` in its place and the others proceed.
-    """
-    raw_items = params.get("instances")
-    top = {k: params.get(k) for k in INSTANCE_OPTIONS}
-    if raw_items is None:
-        raw = [(0, "", top)]
-    else:
-        if not raw_items:
-            raise UsageError("instances: must hold at least one item")
-        raw = [(i, "instances[%d]" % i, _merge(top, item)) for i, item in enumerate(raw_items)]
-    all_problems, items = [], []
-    for index, where, values in raw:
-        problems = []
-        item = _item(index, where, values, config, problems)
-        all_problems.extend(problems)
-        items.append(item if item is not None else InvalidItem(index, where, values, "; ".join(problems)))
-    if all_problems and not isolate:
-        raise UsageError("; ".join(all_problems))
-    return items
-
-
-def _merge(top: dict, item: dict) -> dict:
-    merged = dict(top)
-    for key, value in item.items():
-        if value is not None:
-            merged[key] = value
-    return merged
-
-
-def _field(where: str, name: str) -> str:
-    return "%s.%s" % (where, name) if where else name
-
-
-def _item(index, where, values, config, problems):
-    values = dict(values)
-    for key, default in INSTANCE_DEFAULTS.items():
-        if values.get(key) is None:
-            values[key] = default
-    before = len(problems)
-    provider = values.get("provider")
-    if not provider:
-        problems.append("%s: required" % _field(where, "provider"))
-    elif provider not in config.names():
-        problems.append("%s: %s" % (_field(where, "provider"), config.not_configured(provider)))
-    uid, name, ident = values.get("uid") or "", values.get("name") or "", values.get("id") or ""
-    if values["state"] == STATE_PRESENT and not uid:
-        problems.append(
-            "%s: required when state=present (it is the instance's ownership mark)" % _field(where, "uid")
-        )
-    if values["state"] == STATE_ABSENT and not (uid or name or ident):
-        problems.append("%s: one of id, name or uid is required when state=absent" % (where or "parameters"))
-    if name and not names.is_dns_label(name):
-        problems.append("%s: %r is not a DNS label" % (_field(where, "name"), name))
-    if not 1 <= int(values["port"]) <= 65535:
-        problems.append("%s: %r is not a port (1-65535)" % (_field(where, "port"), values["port"]))
-    if float(values["wait_timeout"]) <= 0:
-        problems.append("%s: must be positive" % _field(where, "wait_timeout"))
-    if len(problems) > before:
-        return None
-    placement = values.get("placement") or {}
-    return Item(
-        index=index,
-        where=where,
-        provider=provider,
-        uid=uid,
-        name=name or (names.name_from_uid(uid) if uid else ""),
-        id=ident,
-        namespace=values.get("namespace") or "",
-        proxy_name=values.get("proxy_name") or "",
-        placement=contract.Placement(
-            region=placement.get("region") or "",
-            zone=placement.get("zone") or "",
-            machine_type=placement.get("machine_type") or "",
-            image=placement.get("image") or "",
-        ),
-        cloud_init=values.get("cloud_init") or "",
-        port=int(values["port"]),
-        state=values["state"],
-        wait=bool(values["wait"]),
-        wait_timeout=float(values["wait_timeout"]),
-    )
 
 
 def _result(item: Item, changed: bool, instance=None, provider_id: str = "", state: str = "") -> dict:
@@ -207,17 +97,6 @@ class Converger:
             return self._present(provider, item, deadline)
         return self._absent(provider, item, deadline)
 
-    def _request(self, item: Item) -> contract.CreateRequest:
-        return contract.CreateRequest(
-            name=item.name,
-            uid=item.uid,
-            namespace=item.namespace,
-            proxy_name=item.proxy_name,
-            placement=item.placement,
-            cloud_init=item.cloud_init,
-            port=item.port,
-        )
-
     def _present(self, provider, item: Item, deadline) -> dict:
         provider_id = item.id or provider.id_for(item.name, item.placement, item.namespace or "") or ""
         existing = None
@@ -227,21 +106,21 @@ class Converger:
             except errors.ProviderError as exc:
                 if exc.error_class != errors.NOT_FOUND:
                     return failure(item, exc, provider_id)
+                stray = _stray_id(provider, item)
+                if stray:
+                    return failure(item, errors.permanent("create", provider.name, item.id, stray), item.id)
         if existing is not None:
-            if existing.uid != item.uid:  # adopt only our own instance, never an unmarked one
-                exc = errors.permanent(
-                    "create",
-                    provider.name,
-                    provider_id,
-                    "instance %s belongs to uid %s, not %s" % (existing.name, existing.uid, item.uid),
+            refusal = ownership.adoption_refusal(existing, item.uid, self.pm.config.installation)
+            if refusal:  # adopt only our own instance, never an unmarked one
+                return failure(
+                    item, errors.permanent("create", provider.name, provider_id, refusal), provider_id
                 )
-                return failure(item, exc, provider_id)
             if existing.state in (contract.RUNNING, contract.PROVISIONING):
                 return self._waited(provider, item, _result(item, False, existing), existing)
         if self.pm.check_mode:
             return _result(item, True, existing, provider_id, ABSENT if existing is None else "")
         try:
-            provider_id = provider.create(self._request(item), deadline)
+            provider_id = provider.create(request_of(item), deadline)
         except errors.ProviderError as exc:
             return failure(item, exc, provider_id)
         try:
@@ -272,6 +151,11 @@ class Converger:
             # Permanent (e.g. its host left the config) or an async quota failure the provider
             # still reports: delete anyway, which may well succeed.
         if before is not None:
+            refusal = ownership.refusal(before, item.uid, self.pm.config.installation, item.force)
+            if refusal:
+                return failure(
+                    item, errors.permanent("delete", provider.name, provider_id, refusal), provider_id
+                )
             item = dataclasses.replace(item, name=before.name, uid=before.uid)
         if self.pm.check_mode:
             return _result(item, True, provider_id=provider_id, state="deleting")
@@ -280,7 +164,11 @@ class Converger:
             try:
                 remaining = provider.get(provider_id, deadline)
             except errors.ProviderError as exc:
-                if exc.error_class != errors.NOT_FOUND:
+                # NotFound is gone; so is an id that can never resolve (its host left the
+                # configuration) once its delete succeeded: nothing is left we could reach.
+                if exc.error_class != errors.NOT_FOUND and (
+                    before is not None or exc.error_class != errors.PERMANENT
+                ):
                     raise
                 remaining = None
         except errors.ProviderError as exc:
@@ -347,10 +235,30 @@ class Converger:
         return dict(failure(item, exc, provider_id), changed=True)
 
 
+def _stray_id(provider, item: Item) -> str:
+    """Why an ``id`` that names nothing must not become a create, or ``""`` when it may.
+
+    Creating from it would make an instance of ``item.name`` elsewhere and hand back another id,
+    silently; only the id that the name (the uid's) gives is a plain "not created yet"."""
+    if not item.id:
+        return ""
+    try:
+        named = provider.name_in_id(item.id)
+    except ValueError as exc:
+        return str(exc)
+    if named is None or named == item.name:
+        return ""
+    return "id %s names no instance, and it is not the id of %s (the instance of uid %s)" % (
+        item.id,
+        item.name,
+        item.uid,
+    )
+
+
 def run(pm) -> dict:
     """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
     isolate = pm.params.get("invalid_items") == "fail_item"
-    items = items_from_params(pm.params, pm.config, isolate=isolate)
+    items = items_from_params(pm.params, pm.config, isolate=isolate, raw=pm.raw_params, resolve=pm.provider)
     converger = Converger(pm, float(pm.params["timeout"]))
 
     def work(item):

@@ -102,6 +102,12 @@ class ObservedProvider(Provider):
     def id_for(self, name, placement, namespace=""):
         return self.inner.id_for(name, placement, namespace)
 
+    def name_in_id(self, provider_id):
+        return self.inner.name_in_id(provider_id)
+
+    def check_request(self, req):
+        return self.inner.check_request(req)
+
     def close(self):
         self.inner.close()
 

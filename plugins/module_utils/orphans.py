@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc, live_uids
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc, live_uids, param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
@@ -26,6 +25,18 @@ def parse_duration(text) -> float:
     return float(match.group(1)) * _UNIT[match.group(2)]
 
 
+def _check_live_uids(uids) -> None:
+    """An empty uid protects nothing (no instance has it) while looking like one live Proxy."""
+    problems = []
+    for index, uid in enumerate(uids if isinstance(uids, list) else []):
+        field = "live_uids[%d]" % index
+        problem = param_checks.text(uid, field) if uid != "" else "%s: must not be empty" % field
+        if problem:
+            problems.append(problem)
+    if problems:
+        raise UsageError("; ".join(problems[:10]))
+
+
 def run(pm) -> dict:
     params = pm.params
     min_age = parse_duration(params["min_age"])
@@ -33,6 +44,7 @@ def run(pm) -> dict:
     only = pm.selected_provider()
     if params.get("live_uids") is not None:
         uids = params["live_uids"]
+        _check_live_uids(pm.raw_params.get("live_uids", uids))
         source = "live_uids"
     elif params.get("kubeconfig") or params.get("context") or params.get("in_cluster"):
         uids = live_uids.from_cluster(params.get("kubeconfig"), params.get("context"), timeout)
@@ -47,16 +59,26 @@ def run(pm) -> dict:
         uids,
         pm.config.installation,
         min_age,
-        Deadline(timeout),
+        timeout,
         dry_run=pm.check_mode,
+        concurrency=int(params["concurrency"]),
     )
     for error in report["errors"]:
         pm.module.warn("gc: %s %s: %s" % (error["provider"], error["id"] or "list", error["msg"]))
     report.update(
         changed=bool(report["deleted"]) or bool(report["would_delete"]),
+        incomplete=bool(report["remaining"]),
         installation=pm.config.installation,
         live_uid_count=len(uids),
         live_uid_source=source,
         min_age_seconds=min_age,
     )
+    if report["remaining"]:
+        failures = [e for e in report["errors"] if e["id"]]
+        report["failed_msg"] = "gc incomplete: %d of %d orphans could not be deleted (%s)" % (
+            len(report["remaining"]),
+            len(report["remaining"]) + len(report["deleted"]),
+            "; ".join(e["msg"] for e in failures[:3]),
+        )
+        report["error_class"] = failures[0]["error_class"] if failures else "transient"
     return report

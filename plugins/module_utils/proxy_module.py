@@ -11,12 +11,18 @@ log the cloud-init byte count, not its content).
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    config,
+    errors,
+    param_checks,
+    registry,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
     PROVIDERS_ARGS,
     PROVIDERS_MUTUALLY_EXCLUSIVE,
@@ -37,6 +43,33 @@ class _ListHandler(logging.Handler):
         self.lines.append("%s %s" % (record.levelname, record.getMessage()))
 
 
+class _Module(AnsibleModule):
+    """``AnsibleModule`` that keeps the parameters as given and classifies its own failures.
+
+    Core Ansible's argument errors (an unknown option, a value not in ``choices``) fail before
+    any runner exists; callers that branch on ``error_class`` (the controller does) get
+    ``permanent`` for them too. The raw parameters let the modules refuse what Ansible would
+    silently convert (a dict for a ``str``, ``true`` for an ``int``).
+    """
+
+    def _load_params(self):
+        super()._load_params()
+        self.raw_params = copy.deepcopy(self.params)
+
+    def fail_json(self, msg, **kwargs):
+        kwargs.setdefault("error_class", errors.PERMANENT)
+        super().fail_json(msg, **kwargs)
+
+
+def common_problems(params: dict, raw: dict) -> list:
+    """The shared options every module takes: ``timeout`` and ``concurrency``."""
+    timeout, concurrency = (
+        raw[key] if raw.get(key) is not None else params.get(key) for key in ("timeout", "concurrency")
+    )
+    problems = [param_checks.seconds(timeout, "timeout"), param_checks.count(concurrency, "concurrency")]
+    return [p for p in problems if p]
+
+
 class ProxyModule:
     """An ``AnsibleModule`` plus the configured providers, telemetry and log capture."""
 
@@ -44,8 +77,9 @@ class ProxyModule:
         spec = dict(PROVIDERS_ARGS)
         spec.update(argument_spec)
         exclusive = list(kwargs.pop("mutually_exclusive", [])) + PROVIDERS_MUTUALLY_EXCLUSIVE
-        self.module = AnsibleModule(argument_spec=spec, mutually_exclusive=exclusive, **kwargs)
+        self.module = _Module(argument_spec=spec, mutually_exclusive=exclusive, **kwargs)
         self.params = self.module.params
+        self.raw_params = getattr(self.module, "raw_params", self.params)
         self.check_mode = self.module.check_mode
         self.telemetry = Telemetry()
         self._providers = {}
@@ -119,6 +153,9 @@ class ProxyModule:
     def run(self, runner) -> None:
         """Call ``runner(self)`` (which returns the result dict) and exit or fail from it."""
         try:
+            problems = common_problems(self.params, self.raw_params)
+            if problems:
+                raise UsageError("; ".join(problems))
             result = runner(self)
         except MissingLibrary as exc:
             self.fail(missing_required_lib("pydantic"), exception=str(exc))

@@ -33,7 +33,9 @@ options:
     description: Sweep only this configured provider.
     type: str
   live_uids:
-    description: The uids that are live (may be empty). Mutually exclusive with the cluster options.
+    description:
+      - The uids that are live (the list may be empty). Mutually exclusive with the cluster options.
+      - An empty entry, or one with leading or trailing whitespace, is refused (an empty uid protects nothing).
     type: list
     elements: str
   kubeconfig:
@@ -82,6 +84,17 @@ kept:
   returned: always
   type: list
   elements: dict
+remaining:
+  description:
+    - Orphans whose delete failed (instance fields plus reason); the task then fails with
+      RV(incomplete=true). Each delete has its own O(timeout); deletes run O(concurrency) at a time.
+  returned: always
+  type: list
+  elements: dict
+incomplete:
+  description: Whether some orphans could not be deleted (they are in RV(remaining)).
+  returned: always
+  type: bool
 skipped:
   description: Providers skipped for this sweep because their list failed.
   returned: always

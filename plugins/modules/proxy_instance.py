@@ -36,13 +36,19 @@ options:
     description:
       - The owner's unique id (a Proxy resource's UID, or any stable unique string). Written on the
         instance as its ownership mark. Required when O(state=present).
+      - A string of at most 253 characters, without leading or trailing whitespace or control
+        characters (a mapping or list is refused, not turned into text).
     type: str
   name:
     description:
       - Instance name. Defaults to C(proxy-) plus 16 base32 characters of SHA-256(O(uid)).
     type: str
   id:
-    description: Provider id of an existing instance (as returned in RV(instance.id)).
+    description:
+      - Provider id of an existing instance (as returned in RV(instance.id)), parsed by its
+        provider before anything is touched.
+      - With O(state=present), an id that names no instance is an error unless it is the id of
+        the instance named by O(name) (or derived from O(uid)).
     type: str
   namespace:
     description: Namespace of the owning Proxy resource (used by the kubernetes provider).
@@ -50,6 +56,14 @@ options:
   proxy_name:
     description: Name of the owning Proxy resource (used by the kubernetes provider for the owner reference).
     type: str
+  owner_reference:
+    description:
+      - Make the owning Proxy resource (O(namespace), O(proxy_name) and O(uid) as its UID) the
+        controlling owner of the kubernetes provider's Pod, so Kubernetes deletes the Pod with
+        the Proxy. Only for a O(uid) that is a real Proxy's UID (the controller's case); for
+        any other uid Kubernetes garbage-collects the Pod at once. Other providers ignore it.
+        Defaults to C(false).
+    type: bool
   placement:
     description: Where the instance should run; each provider documents which fields it uses.
     type: dict
@@ -80,7 +94,7 @@ options:
     description: Wait until the instance is Running (present) or gone (absent). Defaults to C(false).
     type: bool
   wait_timeout:
-    description: Seconds to wait when O(wait) is set. Defaults to C(300).
+    description: Seconds to wait when O(wait) is set, more than 0 and at most 86400. Defaults to C(300).
     type: float
   invalid_items:
     description:
@@ -88,9 +102,17 @@ options:
       - V(fail_all) fails the run before anything is touched.
       - V(fail_item) reports that item as failed (error class C(permanent)) and converges the
         others, for callers whose items are independent (the controller).
+      - Two items for the same instance (same provider and name, or same id) are all invalid.
     type: str
     choices: [fail_all, fail_item]
     default: fail_all
+  force:
+    description:
+      - With O(state=absent), delete an instance of this installation even when its ownership uid
+        differs from O(uid). Without it such an instance is a permanent failure and is left alone.
+      - Never deletes an instance without the collection's marks (no uid or installation mark) or
+        one of another installation, whatever this is set to. Defaults to C(false).
+    type: bool
   instances:
     description:
       - The batch form. Each item takes the per-instance options above; unset ones inherit the
@@ -116,6 +138,9 @@ options:
       proxy_name:
         description: See O(proxy_name).
         type: str
+      owner_reference:
+        description: See O(owner_reference).
+        type: bool
       placement:
         description: See O(placement).
         type: dict
@@ -148,6 +173,9 @@ options:
       wait_timeout:
         description: See O(wait_timeout).
         type: float
+      force:
+        description: See O(force).
+        type: bool
 """
 
 EXAMPLES = r"""

@@ -178,7 +178,7 @@ def test_pod_is_owned_by_its_proxy_and_locked_down(backend, kube_admin):
         ),
     )
     proxy_uid = proxy["metadata"]["uid"]
-    req = backend.request(proxy_uid, proxy_name="eu-1", port=8080)
+    req = backend.request(proxy_uid, proxy_name="eu-1", port=8080, owner_reference=True)
     provider_id = backend.provider.create(req, dl())
     wait_state(backend.provider, provider_id, contract.RUNNING)
     pod = backend.pod(provider_id)
@@ -282,3 +282,25 @@ def test_adoption_recreates_a_missing_config_map(backend, kube_admin):
     assert cm.metadata.owner_references[0].uid == backend.pod(provider_id).metadata.uid
     backend.provider.delete(provider_id, dl())
     wait_gone(backend.provider, provider_id)
+
+
+@pytest.mark.parametrize("phase", ["Failed", "Succeeded"])
+def test_create_replaces_a_finished_pod_of_ours(backend, phase):
+    """Issue 15: create adopted our Pod after it had finished, so it stayed Terminated and every
+    state: present run reported changed. A finished Pod never runs again: it is replaced."""
+    req = backend.request(uid())
+    provider_id = backend.provider.create(req, dl())
+    wait_state(backend.provider, provider_id, contract.RUNNING)
+    namespace, name = parse_id(provider_id)
+    old = backend.pod(provider_id).metadata.uid
+    backend.core.patch_namespaced_pod_status(name, namespace, {"status": {"phase": phase}})
+    assert backend.provider.get(provider_id, dl()).state == contract.TERMINATED
+    try:
+        assert backend.provider.create(req, dl()) == provider_id
+        running = wait_state(backend.provider, provider_id, contract.RUNNING)
+        assert running.uid == req.uid
+        assert backend.pod(provider_id).metadata.uid != old, "a new Pod, not the finished one"
+        assert backend.core.read_namespaced_config_map(name, namespace).data["squid.conf"]
+    finally:
+        backend.provider.delete(provider_id, dl())
+        wait_gone(backend.provider, provider_id)

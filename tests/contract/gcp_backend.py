@@ -15,6 +15,7 @@ import random
 
 from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
+from fakes.not_found_server import BODIES, NotFoundServer
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
@@ -77,6 +78,14 @@ class GcpBackend:
 
     def another_provider(self, installation: str | None = None):
         return self.build(installation=installation, telemetry=observe.Telemetry())
+
+    @contextlib.contextmanager
+    def unproven_backend(self, body: str):
+        server = NotFoundServer(*BODIES[body])
+        try:
+            yield self.build(telemetry=observe.Telemetry(), apiEndpoint=server.endpoint)
+        finally:
+            server.close()
 
     def request(self, uid: str, cloud_init: str = "", zone: str = ZONE, **placement) -> CreateRequest:
         fields = {"region": "us-central1", "zone": zone, "machine_type": "e2-small", "image": IMAGE}

@@ -65,6 +65,14 @@ class Backend(Protocol):
         """Human-readable descriptions of what ``create`` made for ``provider_id`` that still
         exists on the backend (instance, processes, disks, files...); empty once fully deleted."""
 
+    def unproven_backend(self, body: str) -> contextlib.AbstractContextManager:
+        """While active, yields a provider of this type whose backend answers every request with
+        "not found" and no proof that the instance asked for is gone: for an HTTP API, a 404 with
+        the body ``fakes.not_found_server.BODIES[body]`` (a wrong server URL, an ingress in front
+        of the API); for a backend without one, its nearest equivalent (``local``: a state
+        directory that is not a directory). get, delete and list must never answer NotFound,
+        and delete must never report success."""
+
     def captured_output(self) -> str:
         """Everything the backend side logged or stored as text during the test (for the
         cloud-init sentinel check); may be empty when the backend keeps no logs."""

@@ -14,6 +14,7 @@ import contextlib
 import random
 
 from cluster import kube_testlib
+from fakes.not_found_server import BODIES, NotFoundServer, write_kubeconfig
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
@@ -72,6 +73,17 @@ class KubernetesBackend:
 
     def another_provider(self, installation: str | None = None):
         return self.build(installation=installation, telemetry=observe.Telemetry())
+
+    @contextlib.contextmanager
+    def unproven_backend(self, body: str):
+        """The provider's kubeconfig pointed at a 404 server instead of the API server."""
+        server = NotFoundServer(*BODIES[body])
+        path = self.identity.kubeconfig + ".not-found"
+        try:
+            write_kubeconfig(path, server.endpoint)
+            yield self.build(telemetry=observe.Telemetry(), kubeconfig=path)
+        finally:
+            server.close()
 
     def request(self, uid: str, cloud_init: str = "", **kw) -> CreateRequest:
         fields = {

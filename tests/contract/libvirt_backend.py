@@ -15,6 +15,7 @@ import contextlib
 import random
 
 import libvirt
+from fakes.not_found_server import BODIES, NotFoundServer
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
@@ -94,6 +95,17 @@ class LibvirtContractBackend:
 
     def another_provider(self, installation: str | None = None):
         return self.build(installation=installation, telemetry=observe.Telemetry())
+
+    @contextlib.contextmanager
+    def unproven_backend(self, body: str):
+        """The host's address pointed at a 404 HTTP server instead of its sshd: every dial
+        meets an HTTP answer where the SSH banner should be."""
+        server = NotFoundServer(*BODIES[body])
+        host = dict(self.block()["hosts"][0], address=server.endpoint.split("//", 1)[1])
+        try:
+            yield self.build(telemetry=observe.Telemetry(), hosts=[host])
+        finally:
+            server.close()
 
     def request(self, uid: str, cloud_init: str = "", image: str = "base") -> CreateRequest:
         return CreateRequest(

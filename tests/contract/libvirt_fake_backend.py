@@ -71,6 +71,16 @@ class FakeLibvirtContractBackend:
     def another_provider(self, installation=None):
         return self.build(installation=installation, telemetry=observe.Telemetry())
 
+    @contextlib.contextmanager
+    def unproven_backend(self, body: str):
+        """No HTTP API: the host answers every dial with an unexpected protocol reply (what an
+        HTTP server in front of port 22 gives), so nothing about any domain is known."""
+        provider = self.build(telemetry=observe.Telemetry())
+        provider.inner.dialer.fail["hv1"] = err(
+            b.ERR_RPC, "unexpected reply: HTTP/1.1 404 Not Found (%s)" % body
+        )
+        yield provider
+
     def request(self, uid: str, cloud_init: str = "") -> CreateRequest:
         return CreateRequest(
             name=names.name_from_uid(uid),

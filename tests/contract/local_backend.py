@@ -60,6 +60,7 @@ class LocalBackend:
         self.telemetry = observe.Telemetry()
         self.provider = self.build()
         self._ports = {}
+        self._unmarked = []  # made behind the provider's back; removed the same way
         self.malformed_ids = [
             "",
             "proxy-abcdefghijklmnop",  # no prefix
@@ -78,11 +79,13 @@ class LocalBackend:
 
     # -- construction --------------------------------------------------------------------
 
-    def build(self, installation: str | None = None, allowed_source_ranges=None, telemetry=None):
+    def build(
+        self, installation: str | None = None, allowed_source_ranges=None, telemetry=None, state_dir=None
+    ):
         """A provider on this harness's state directory and range (observed into ``telemetry``,
         by default the harness's own)."""
         block = {
-            "stateDir": self.state_dir,
+            "stateDir": state_dir or self.state_dir,
             "squidBinary": SQUID,
             "addressRange": self.address_range,
         }
@@ -99,6 +102,19 @@ class LocalBackend:
 
     def another_provider(self, installation: str | None = None):
         return self.build(installation=installation, telemetry=observe.Telemetry())
+
+    @contextlib.contextmanager
+    def unproven_backend(self, body: str):
+        """No HTTP here: the nearest equivalent is a state directory whose ``instances`` is a
+        regular file, so nothing can be read, listed or removed (``body`` does not apply)."""
+        broken = self.state_dir + "-unproven"
+        os.makedirs(broken, exist_ok=True)
+        with open(os.path.join(broken, store.INSTANCES), "w") as handle:
+            handle.write(body)
+        try:
+            yield self.build(telemetry=observe.Telemetry(), state_dir=broken)
+        finally:
+            shutil.rmtree(broken, ignore_errors=True)
 
     def request(self, uid: str, cloud_init: str = "") -> CreateRequest:
         port = self._ports.setdefault(uid, free_port())
@@ -133,6 +149,7 @@ class LocalBackend:
         }
         with open(os.path.join(directory, store.RECORD), "w", encoding="utf-8") as handle:
             json.dump(record, handle)
+        self._unmarked.append(name)
 
     def force_unknown_state(self, provider_id: str) -> None:
         """SIGSTOP the instance's own Squid: a suspended process never resumes by itself."""
@@ -223,6 +240,8 @@ class LocalBackend:
         if os.path.isfile(self.instances_dir):  # a test died inside break_listing
             os.unlink(self.instances_dir)
             os.rename(os.path.join(self.state_dir, ".instances-hidden"), self.instances_dir)
+        for name in self._unmarked:  # the provider rightly refuses to delete what is not ours
+            shutil.rmtree(os.path.join(self.instances_dir, name), ignore_errors=True)
         if os.path.isdir(self.instances_dir):
             for name in sorted(os.listdir(self.instances_dir)):
                 if name.startswith(".") or not names.is_dns_label(name):

@@ -20,6 +20,7 @@ import time
 import uuid
 
 import pytest
+from fakes import not_found_server
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -324,6 +325,30 @@ class ContractSuite:
                 if errors.class_of(exc) != errors.PERMANENT:
                     wrong[repr(provider_id)] = errors.class_of(exc)
         assert wrong == {}, "delete must fail Permanent for every malformed id"
+
+    @pytest.mark.parametrize("body", sorted(not_found_server.BODIES))
+    def test_not_found_only_with_proof(self, backend, body):
+        """A backend that answers "not found" to everything, without saying that the instance
+        asked for is gone (a wrong URL, an ingress in front of the API), must never make get,
+        delete or list answer NotFound, nor delete succeed: a false NotFound creates duplicates,
+        and a delete that "succeeds" releases a finalizer while the instance still runs."""
+        req = backend.request(new_uid())
+        with backend.unproven_backend(body) as provider:
+            provider_id = provider.id_for(req.name, req.placement, req.namespace)
+            assert provider_id, "the request's instance has an id without a backend call"
+            wrong = {}
+            for op, call in (
+                ("get", lambda: provider.get(provider_id, Deadline(10))),
+                ("delete", lambda: provider.delete(provider_id, Deadline(10))),
+                ("list", lambda: provider.list_by_tag(Deadline(10))),
+            ):
+                try:
+                    call()
+                    wrong[op] = "succeeded"
+                except ProviderError as exc:
+                    if errors.class_of(exc) == errors.NOT_FOUND:
+                        wrong[op] = str(exc)
+            assert wrong == {}, "no proof, no NotFound (and no success): %s" % wrong
 
     def test_cancelled_delete_is_transient_and_keeps_instance(self, backend):
         req = backend.request(new_uid())

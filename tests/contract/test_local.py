@@ -11,8 +11,10 @@ import ipaddress
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
+import time
 import uuid
 
 import pytest
@@ -148,3 +150,36 @@ def test_squid_carries_none_of_the_callers_environment(backend, monkeypatch):
             environ = handle.read().decode("utf-8", "replace")
         assert sentinel not in environ
         assert "PATH=" in environ  # Squid still finds its helpers
+
+
+def test_running_only_when_its_own_squid_listens(backend):
+    """Issue 15: another process on the instance's address and port (a second provider with an
+    overlapping range, anything else) answered the connect check, and the instance read Running
+    while its own Squid had failed to bind. Running needs the listening socket to be its own."""
+    req = backend.request(str(uuid.uuid4()))
+    first = str(next(ipaddress.ip_network(backend.address_range).hosts()))  # what create allocates
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind((first, req.port))
+    squatter.listen(16)
+    accepting = threading.Event()
+
+    def accept():
+        while not accepting.is_set():
+            with contextlib.suppress(OSError):
+                conn, _peer = squatter.accept()
+                conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    with cleanup(backend) as ids:
+        try:
+            provider_id = backend.provider.create(req, dl(backend))
+            ids.append(provider_id)
+            states = set()
+            for _attempt in range(20):
+                states.add(backend.provider.get(provider_id, dl(backend)).state)
+                time.sleep(0.2)
+            assert contract.RUNNING not in states, "another process's socket proved nothing"
+        finally:
+            accepting.set()
+            squatter.close()

@@ -294,3 +294,43 @@ def test_cloud_init_sentinel_never_printed(tmp_path, fake, gcp):
     assert {"key": "user-data", "value": cloud_init} in insert.body["metadata"][
         "items"
     ]  # delivered to the VM
+
+
+@pytest.mark.parametrize("status,verb", [("TERMINATED", "start"), ("SUSPENDED", "resume")])
+def test_present_brings_a_stopped_vm_of_ours_back(tmp_path, fake, gcp, status, verb):
+    """Issue 15: create adopted a TERMINATED VM on 409 and each run reported changed while it
+    stayed Terminated. state: present now starts (or resumes) it."""
+    uid = str(uuid.uuid4())
+    name = names.name_from_uid(uid)
+    item = {"provider": "gcp-it", "uid": uid, "placement": PLACEMENT, "wait": True, "wait_timeout": 30}
+    run = run_playbook(tmp_path, [{"name": "create", PI: item}], module_defaults=gcp)
+    assert run.rc == 0, run.stdout[-3000:]
+    fake.state.force_status(ZONE, name, status)
+    since = time.time()
+    tasks = [{"name": "back", PI: item}, {"name": "again", PI: item}]
+    run = run_playbook(tmp_path, tasks, module_defaults=gcp)
+    try:
+        assert run.rc == 0, run.stdout[-3000:]
+        assert run["back"]["changed"] is True and run["back"]["instance"]["state"] == "Running"
+        assert run["again"]["changed"] is False and run["again"]["instance"]["state"] == "Running"
+        assert "POST zones/%s/instances/%s/%s" % (ZONE, name, verb) in requests_of(fake, since)
+    finally:
+        run_playbook(tmp_path, [{"name": "rm", PI: dict(item, state="absent")}], module_defaults=gcp)
+
+
+def test_one_bad_placement_in_a_batch_changes_nothing(tmp_path, fake, gcp):
+    """Issue 15: placements are checked by their provider for every item before the first call;
+    the good first item used to be created before the second one failed."""
+    items = [
+        {"uid": str(uuid.uuid4()), "placement": PLACEMENT},
+        {"uid": str(uuid.uuid4()), "placement": dict(PLACEMENT, zone="not a zone")},
+    ]
+    run = run_playbook(
+        tmp_path, [{"name": "bad", PI: {"provider": "gcp-it", "instances": items}}], module_defaults=gcp
+    )
+    assert run.rc != 0
+    assert "instances[1]: placement.zone 'not a zone' is not a zone name" in run["bad"]["msg"], run["bad"][
+        "msg"
+    ]
+    assert run["bad"]["error_class"] == "permanent"
+    assert fake.log() == [], "nothing was asked of the backend"

@@ -112,7 +112,10 @@ def test_owner_reference_and_gc_from_the_clusters_proxies(tmp_path, k8s_env, kub
             PI: {
                 "provider": "k8s",
                 "namespace": ns,
-                "instances": [{"uid": live, "proxy_name": "eu-1"}, {"uid": orphan}],
+                "instances": [
+                    {"uid": live, "proxy_name": "eu-1", "owner_reference": True},
+                    {"uid": orphan, "proxy_name": "not-a-proxy"},  # not asked: no OwnerReference
+                ],
             },
         }
     ]

@@ -9,12 +9,11 @@ at -vvvv.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 
 import pytest
-from contract.local_backend import random_loopback_range
 
+from .local_env import instance_dirs, squid_pids
 from .playbook import run_playbook
 
 pytestmark = [pytest.mark.squid, pytest.mark.playbook]
@@ -23,58 +22,6 @@ PI = "crawl.egress_proxies.proxy_instance"
 INFO = "crawl.egress_proxies.proxy_info"
 GC = "crawl.egress_proxies.proxy_gc"
 CHECK = "crawl.egress_proxies.proxy_check"
-
-
-@pytest.fixture
-def local(tmp_path):
-    """Module defaults for a throwaway local provider; deletes whatever is left at teardown."""
-    state_dir = tmp_path / "state"
-    defaults = {
-        "providers": [
-            {
-                "name": "local",
-                "type": "local",
-                "local": {"stateDir": str(state_dir), "addressRange": random_loopback_range()},
-            }
-        ],
-        "installation": "it-%s" % uuid.uuid4().hex[:8],
-    }
-    yield defaults
-    leftovers = _instance_dirs(state_dir)
-    if leftovers:
-        run_playbook(
-            tmp_path,
-            [
-                {
-                    "name": "cleanup",
-                    PI: {
-                        "provider": "local",
-                        "state": "absent",
-                        "instances": [{"id": "local/%s" % name} for name in leftovers],
-                    },
-                }
-            ],
-            module_defaults=defaults,
-        )
-    assert _instance_dirs(state_dir) == [], "instances left behind"
-
-
-def _instance_dirs(state_dir) -> list:
-    instances = state_dir / "instances"
-    return (
-        sorted(p.name for p in instances.iterdir() if not p.name.startswith("."))
-        if instances.exists()
-        else []
-    )
-
-
-def _squid_pids(state_dir) -> list:
-    pids = []
-    for record in (state_dir / "instances").glob("*/process.json"):
-        pid = json.loads(record.read_text())["pid"]
-        if os.path.exists("/proc/%d" % pid):
-            pids.append(pid)
-    return pids
 
 
 def test_create_is_idempotent_and_delete_is_too(tmp_path, local):
@@ -105,7 +52,7 @@ def test_create_is_idempotent_and_delete_is_too(tmp_path, local):
     assert run["delete"]["instance"]["state"] == "absent"
     assert run["delete again"]["changed"] is False
     assert run["info"]["not_found"] == [created["instance"]["id"]]
-    assert _squid_pids(tmp_path / "state") == []
+    assert squid_pids(tmp_path / "state") == []
 
 
 def test_check_mode_changes_nothing(tmp_path, local):
@@ -119,7 +66,7 @@ def test_check_mode_changes_nothing(tmp_path, local):
     assert run.rc == 0, run.stdout[-3000:]
     assert run["create"]["changed"] is True
     assert run["create"]["instance"]["state"] == "absent"
-    assert _instance_dirs(tmp_path / "state") == []
+    assert instance_dirs(tmp_path / "state") == []
 
     run = run_playbook(
         tmp_path, [{"name": "create", PI: {"provider": "local", "uid": uid}}], module_defaults=local
@@ -135,7 +82,7 @@ def test_check_mode_changes_nothing(tmp_path, local):
     assert run["delete"]["changed"] is True
     assert [i["id"] for i in run["gc"]["would_delete"]] == [instance_id]
     assert run["gc"]["deleted"] == []
-    assert _instance_dirs(tmp_path / "state") == [instance_id.split("/", 1)[1]]
+    assert instance_dirs(tmp_path / "state") == [instance_id.split("/", 1)[1]]
 
 
 def test_batch_of_fifty_in_one_run(tmp_path, local):
@@ -169,7 +116,7 @@ def test_batch_of_fifty_in_one_run(tmp_path, local):
     assert len({r["ip"] for r in results}) == 50, "every proxy has its own address"
     assert sorted(i["uid"] for i in run["list"]["instances"]) == sorted(uids)
     assert all(r["state"] == "absent" for r in run["delete"]["results"])
-    assert _instance_dirs(tmp_path / "state") == []
+    assert instance_dirs(tmp_path / "state") == []
 
 
 BAD_INPUTS = [
@@ -200,7 +147,7 @@ def test_bad_input_fails_clearly_and_leaves_nothing(tmp_path, local, label, args
     assert message in result["msg"], result["msg"]
     if error_class:
         assert result["error_class"] == error_class
-    assert _instance_dirs(tmp_path / "state") == []
+    assert instance_dirs(tmp_path / "state") == []
 
 
 @pytest.mark.parametrize(
@@ -336,4 +283,4 @@ def test_fail_item_isolates_an_invalid_batch_item(tmp_path, local):
     assert first["failed"] is False and first["uid"] == good and first["id"].startswith("local/")
     assert second["failed"] is True and second["error_class"] == "permanent"
     assert "provider 'nope' is not configured" in second["msg"]
-    assert len(_instance_dirs(tmp_path / "state")) == 1
+    assert len(instance_dirs(tmp_path / "state")) == 1

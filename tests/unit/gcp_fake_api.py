@@ -18,6 +18,16 @@ def api_error(code: int, reason: str = "", message: str = "injected"):
     return api_exceptions.from_http_status(code, message, errors=errors)
 
 
+PROJECT = "my-project"
+
+
+def missing(*path: str):
+    """The API's own 404 for ``projects/<PROJECT>/<path>``, worded as the real service words it."""
+    return api_error(
+        404, "notFound", "The resource 'projects/%s/%s' was not found" % (PROJECT, "/".join(path))
+    )
+
+
 def instance(
     name="proxy-a",
     zone="us-central1-a",
@@ -81,18 +91,19 @@ class FakeSeam:
     def get_instance(self, zone, name, timeout):
         self._enter("get_instance", zone, name, timeout=timeout)
         if (zone, name) not in self.instances:
-            raise api_error(
-                404,
-                "notFound",
-                "The resource 'projects/p/zones/%s/instances/%s' was not found" % (zone, name),
-            )
+            raise missing("zones", zone, "instances", name)
         return self.instances[(zone, name)]
 
     def delete_instance(self, zone, name, timeout):
         self._enter("delete_instance", zone, name, timeout=timeout)
         if (zone, name) not in self.instances:
-            raise api_error(404, "notFound")
+            raise missing("zones", zone, "instances", name)
         return {"name": "operation-del", "status": "RUNNING", "operationType": "delete"}
+
+    def start_instance(self, zone, name, verb, timeout):
+        self._enter("start_instance", zone, name, verb, timeout=timeout)
+        self.instances[(zone, name)]["status"] = "STAGING"
+        return {"name": "operation-start", "status": "RUNNING", "operationType": verb}
 
     def list_instances_page(self, filter_, max_results, page_token, timeout):
         self._enter("list_instances_page", filter_, max_results, page_token, timeout=timeout)
@@ -109,7 +120,7 @@ class FakeSeam:
     def get_firewall(self, name, timeout):
         self._enter("get_firewall", name, timeout=timeout)
         if name not in self.firewalls:
-            raise api_error(404, "notFound")
+            raise missing("global", "firewalls", name)
         return self.firewalls[name]
 
     def insert_firewall(self, body, timeout):
@@ -125,5 +136,5 @@ class FakeSeam:
     def get_region(self, region, timeout):
         self._enter("get_region", region, timeout=timeout)
         if region not in self.regions:
-            raise api_error(404, "notFound")
+            raise missing("regions", region)
         return self.regions[region]

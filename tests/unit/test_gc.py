@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, gc
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, gc, orphans
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import RUNNING, Instance
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 
 NOW = datetime.datetime(2026, 1, 2, 12, 0, 0, tzinfo=datetime.UTC)
 MIN_AGE = 600
@@ -79,7 +79,7 @@ class FakeProvider:
 
 
 def sweep(providers, dry_run=False):
-    return gc.sweep(providers, ["live-uid", ""], INSTALL, MIN_AGE, Deadline(10), dry_run=dry_run, now=NOW)
+    return gc.sweep(providers, ["live-uid", ""], INSTALL, MIN_AGE, 10, dry_run=dry_run, now=NOW)
 
 
 def test_sweep_deletes_orphans_and_keeps_the_rest():
@@ -160,3 +160,70 @@ def test_empty_uids_in_the_live_set_protect_nothing():
     # "" in live_uids must not turn an empty-uid instance into "live"; it stays empty-uid (kept).
     report = sweep({"p": FakeProvider("p", [inst(uid="", name="proxy-e")])})
     assert [(e["id"], e["reason"]) for e in report["kept"]] == [("fake/proxy-e", gc.KEEP_EMPTY_UID)]
+
+
+class SlowProvider(FakeProvider):
+    """Each delete takes ``seconds`` and honours its deadline, like a real backend call."""
+
+    def __init__(self, name, instances, seconds):
+        super().__init__(name, instances)
+        self.seconds = seconds
+
+    def delete(self, provider_id, deadline):
+        deadline.sleep(self.seconds)
+        deadline.check("delete")
+        super().delete(provider_id, deadline)
+
+
+def test_each_delete_has_its_own_deadline_and_deletes_run_concurrently():
+    """Issue 15: one deadline for the whole sweep left later orphans undeleted; one at a time
+    made a large sweep take orphans x delete time."""
+    provider = SlowProvider("p", [inst(name="proxy-%d" % i) for i in range(8)], seconds=0.4)
+    started = time.monotonic()
+    report = gc.sweep({"p": provider}, [], INSTALL, MIN_AGE, 1.0, now=NOW, concurrency=8)
+    elapsed = time.monotonic() - started
+    assert len(report["deleted"]) == 8 and report["remaining"] == [] and report["errors"] == []
+    assert elapsed < 2.0, "8 deletes of 0.4 s took %.1f s: not concurrent" % elapsed
+
+
+def test_what_could_not_be_deleted_is_remaining():
+    provider = FakeProvider("p", [inst(name="proxy-a"), inst(name="proxy-b")], fail_delete={"fake/proxy-a"})
+    report = sweep({"p": provider})
+    assert [e["id"] for e in report["remaining"]] == ["fake/proxy-a"]
+    assert [e["id"] for e in report["deleted"]] == ["fake/proxy-b"]
+
+
+class _Module:
+    def __init__(self):
+        self.warnings = []
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+
+class _PM:
+    """The parts of ProxyModule that orphans.run uses."""
+
+    check_mode = False
+
+    def __init__(self, providers):
+        self._providers = providers
+        self.params = {"min_age": "0", "timeout": 5.0, "concurrency": 4, "live_uids": [], "provider": None}
+        self.raw_params = dict(self.params)
+        self.config = type("C", (), {"installation": INSTALL})()
+        self.module = _Module()
+
+    def selected_provider(self):
+        return None
+
+    def providers(self, only=None):
+        return self._providers
+
+
+def test_a_sweep_that_leaves_orphans_fails_incomplete_and_says_what_is_left():
+    provider = FakeProvider("p", [inst(name="proxy-a"), inst(name="proxy-b")], fail_delete={"fake/proxy-a"})
+    result = orphans.run(_PM({"p": provider}))
+    assert result["incomplete"] is True
+    assert [e["id"] for e in result["remaining"]] == ["fake/proxy-a"]
+    assert result["failed_msg"].startswith("gc incomplete: 1 of 2 orphans could not be deleted")
+    assert result["error_class"] == errors.TRANSIENT

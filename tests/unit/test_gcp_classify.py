@@ -18,6 +18,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     check_reason,
     classify,
     describe,
+    proves_missing,
 )
 from unit.gcp_fake_api import api_error
 
@@ -35,7 +36,9 @@ def failed_op(code: str, http: int) -> OperationFailed:
 
 
 TABLE = [
-    ("404 not found", api_error(404, "notFound"), errors.NOT_FOUND),
+    # A 404 alone never proves which resource is missing (proves_missing does): Transient.
+    ("404 not found", api_error(404, "notFound"), errors.TRANSIENT),
+    ("404 without a body", api_error(404), errors.TRANSIENT),
     ("429 rate limit", api_error(429, "rateLimitExceeded"), errors.QUOTA_EXCEEDED),
     ("429 without reason", api_error(429), errors.QUOTA_EXCEEDED),
     ("403 quotaExceeded", api_error(403, "quotaExceeded"), errors.QUOTA_EXCEEDED),
@@ -75,8 +78,9 @@ def test_classify_table(case, exc, expected):
     assert classify(exc) == expected, case
 
 
-def test_every_class_is_reachable():
-    assert {row[2] for row in TABLE} == set(errors.CLASSES)
+def test_every_class_but_not_found_is_reachable():
+    """NotFound needs proof of which resource is missing: the provider asks ``proves_missing``."""
+    assert {row[2] for row in TABLE} == set(errors.CLASSES) - {errors.NOT_FOUND}
 
 
 def test_error_body_reasons_survive_the_rest_transport_parsing():
@@ -136,3 +140,19 @@ REASONS = [
 )
 def test_check_reason_table(exc, expected):
     assert check_reason(exc) == expected
+
+
+@pytest.mark.parametrize(
+    "error,proof",
+    [
+        (api_error(404, "notFound", "The resource 'projects/p/zones/z/instances/n' was not found"), True),
+        (api_error(404, "notFound", "The resource 'projects/p/zones/z' was not found"), True),
+        (api_error(404, "notFound", "The resource 'projects/p' was not found"), False),
+        (api_error(404, "notFound", "The resource 'projects/p/zones/z/instances/n2' was not found"), False),
+        (api_error(404, "", "The resource 'projects/p/zones/z/instances/n' was not found"), False),
+        (api_error(404), False),
+        (api_error(403, "notFound", "The resource 'projects/p/zones/z/instances/n' was not found"), False),
+    ],
+)
+def test_proves_missing_only_for_the_instance_or_its_zone(error, proof):
+    assert proves_missing(error, "projects/p/zones/z/instances/n", "projects/p/zones/z") is proof

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 import uuid
 
 import pytest
+from fakes.trickle_server import TrickleServer
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -21,7 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     CALL_BUDGET_SECONDS,
     GcpProvider,
 )
-from unit.gcp_fake_api import FakeSeam, api_error, instance
+from unit.gcp_fake_api import FakeSeam, api_error, instance, missing
 
 ZONE = "us-central1-a"
 IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
@@ -101,6 +103,28 @@ def test_missing_sdk_is_permanent_with_a_clear_message(monkeypatch):
     assert "pip install google-cloud-compute" in str(exc_info.value)
     (status,) = provider.check(Deadline(5))
     assert (status.ready, status.reason) == (False, REASON_SDK_MISSING)
+
+
+def test_missing_credentials_file_is_transient_like_every_credential_file(tmp_path):
+    """Issue 15: one rule for credential files (credential_files.py); a missing gcp key latched
+    Permanent while a missing libvirt key was Transient."""
+    missing = tmp_path / "not-mounted-yet.json"
+    parsed = config.parse(
+        {
+            "providers": [
+                {
+                    "name": "g",
+                    "type": "gcp",
+                    "gcp": {"project": "my-project", "credentialsFile": str(missing)},
+                }
+            ]
+        }
+    )
+    provider = GcpProvider("g", "prod", parsed.providers[0].block)
+    with pytest.raises(errors.ProviderError) as exc_info:
+        provider.list_by_tag(Deadline(5))
+    assert klass(exc_info) == errors.TRANSIENT
+    assert str(missing) in str(exc_info.value)
 
 
 def test_unreadable_credentials_file_is_permanent_and_does_not_quote_it(tmp_path):
@@ -506,9 +530,35 @@ def test_delete_forgets_a_failed_insert_so_get_answers_not_found():
 
 def test_delete_in_an_unknown_zone_succeeds():
     provider, seam = make()
-    seam.fail("list_zone_operations", api_error(404, "notFound"))
-    seam.fail("delete_instance", api_error(404, "notFound"))
+    seam.fail("list_zone_operations", missing("zones", "mars-north1-a"))
+    seam.fail("delete_instance", missing("zones", "mars-north1-a"))
     provider.delete("zones/mars-north1-a/instances/proxy-a", Deadline(5))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(api_error(404), id="404 without an API error body (a wrong apiEndpoint)"),
+        pytest.param(missing(), id="the project is missing (a wrong project)"),
+        pytest.param(
+            api_error(404, "notFound", "The resource 'projects/other/zones/%s' was not found" % ZONE),
+            id="another project",
+        ),
+    ],
+)
+def test_a_404_that_does_not_name_the_instance_is_never_not_found(error):
+    """Issue 15: only the API saying this instance (or its zone) does not exist is NotFound."""
+    for method, call in (
+        ("get_instance", lambda p: p.get(PID, Deadline(5))),
+        ("list_zone_operations", lambda p: p.delete(PID, Deadline(5))),
+        ("delete_instance", lambda p: p.delete(PID, Deadline(5))),
+        ("list_instances_page", lambda p: p.list_by_tag(Deadline(5))),
+    ):
+        provider, seam = make()
+        seam.fail(method, error)
+        with pytest.raises(errors.ProviderError) as exc_info:
+            call(provider)
+        assert klass(exc_info) == errors.TRANSIENT, method
 
 
 @pytest.mark.parametrize(
@@ -723,3 +773,29 @@ def test_id_for_needs_no_call_and_ignores_the_namespace():
     assert provider.id_for("Bad_Name", placement) is None
     assert provider.id_for(NAME, contract.Placement(zone="")) is None
     assert seam.calls == []
+
+
+def test_an_endpoint_that_trickles_its_answer_is_bounded_by_the_deadline():
+    """Issue 15: the client's timeout applies per socket read, so an answer that keeps arriving
+    one byte at a time held get past any deadline. The whole call is bounded now."""
+    server = TrickleServer(interval=0.2)
+    try:
+        parsed = config.parse(
+            {
+                "providers": [
+                    {
+                        "name": "g",
+                        "type": "gcp",
+                        "gcp": {"project": "my-project", "apiEndpoint": server.endpoint},
+                    }
+                ]
+            }
+        )
+        provider = GcpProvider("g", "prod", parsed.providers[0].block)
+        started = time.monotonic()
+        with pytest.raises(errors.ProviderError) as exc_info:
+            provider.get(PID, Deadline(1.5))
+        assert time.monotonic() - started < 5, "the trickling answer held the call"
+        assert klass(exc_info) == errors.TRANSIENT
+    finally:
+        server.close()

@@ -42,6 +42,12 @@ def api_error(code: int, reason: str, message: str = "", with_body: bool = True)
     return exc
 
 
+def _with_body(code: int, body: str) -> ApiException:
+    exc = ApiException(status=code, reason="Not Found")
+    exc.body = body
+    return exc
+
+
 QUOTA = (
     'pods "proxy-abc" is forbidden: exceeded quota: pods-1, requested: pods=1, used: pods=1, limited: pods=1'
 )
@@ -85,7 +91,9 @@ CASES = [
     ("503 ServiceUnavailable", api_error(503, "ServiceUnavailable", ""), errors.TRANSIENT),
     ("504 Timeout", api_error(504, "Timeout", ""), errors.TRANSIENT),
     ("status 0 (no HTTP answer)", ApiException(status=0, reason="connection refused"), errors.TRANSIENT),
-    ("body that is not JSON", ApiException(status=404, reason="Not Found"), errors.NOT_FOUND),
+    # A 404 that is not a Status from the API server (a wrong URL, an ingress) proves nothing.
+    ("404 without a body", ApiException(status=404, reason="Not Found"), errors.TRANSIENT),
+    ("404 with an HTML body", _with_body(404, "<html>404</html>"), errors.TRANSIENT),
     ("deadline passed", DeadlineExceeded("get ran past its deadline"), errors.TRANSIENT),
     ("SDK missing", sdk.SDKMissing("install kubernetes"), errors.PERMANENT),
     ("bad kubeconfig", ConfigException("Invalid kube-config file"), errors.PERMANENT),

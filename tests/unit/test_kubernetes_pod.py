@@ -45,7 +45,7 @@ def test_pod_carries_the_marks_and_app_labels():
 
 
 def test_pod_is_owned_by_the_proxy_in_its_namespace():
-    pod = podlib.build_pod(request(), "crawl", "default", config())
+    pod = podlib.build_pod(request(owner_reference=True), "crawl", "default", config())
     assert pod["metadata"]["ownerReferences"] == [
         {
             "apiVersion": "crawl.example.com/v1alpha1",
@@ -61,11 +61,12 @@ def test_pod_is_owned_by_the_proxy_in_its_namespace():
 @pytest.mark.parametrize(
     ("req", "namespace"),
     [
-        (request(proxy_name=""), "crawl"),  # no Proxy named
-        (request(namespace=""), "default"),  # no namespace given
-        (request(), "egress"),  # namespace override: an owner in another namespace is invalid
+        (request(proxy_name="", owner_reference=True), "crawl"),  # no Proxy named
+        (request(namespace="", owner_reference=True), "default"),  # no namespace given
+        (request(owner_reference=True), "egress"),  # override: an owner in another namespace is invalid
+        (request(), "crawl"),  # issue 15: not asked for (a playbook's uid is not a Proxy's UID)
     ],
-    ids=["no-proxy-name", "no-namespace", "other-namespace"],
+    ids=["no-proxy-name", "no-namespace", "other-namespace", "not-asked"],
 )
 def test_pod_has_no_owner_without_a_proxy_in_its_namespace(req, namespace):
     pod = podlib.build_pod(req, namespace, "default", config())

@@ -3,7 +3,11 @@ call, and a kubeconfig that cannot be read (Permanent, with the configured provi
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
+from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -22,7 +26,9 @@ def raised(call) -> ProviderError:
     return caught.value
 
 
-def test_unreadable_kubeconfig_is_permanent_with_the_configured_name(tmp_path):
+def test_missing_kubeconfig_is_transient_with_the_configured_name(tmp_path):
+    """Issue 15: one rule for credential files (credential_files.py): missing is Transient (a
+    Secret may still be mounting); a kubeconfig that reads but is broken is Permanent (below)."""
     p = provider(tmp_path)
     for op, call in (
         ("get", lambda: p.get("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(5))),
@@ -31,8 +37,15 @@ def test_unreadable_kubeconfig_is_permanent_with_the_configured_name(tmp_path):
         ("create", lambda: p.create(contract.CreateRequest(name="proxy-a", uid="u"), Deadline(5))),
     ):
         err = raised(call)
-        assert (err.error_class, err.op, err.provider_name) == (errors.PERMANENT, op, "k8s-eu"), err
+        assert (err.error_class, err.op, err.provider_name) == (errors.TRANSIENT, op, "k8s-eu"), err
         assert "missing.kubeconfig" in str(err)
+
+
+def test_broken_kubeconfig_is_permanent(tmp_path):
+    broken = tmp_path / "broken.kubeconfig"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    err = raised(lambda: provider(tmp_path, kubeconfig=str(broken)).get("crawl/proxy-a", Deadline(5)))
+    assert err.error_class == errors.PERMANENT and "broken.kubeconfig" in str(err), err
 
 
 @pytest.mark.parametrize(
@@ -64,3 +77,64 @@ def test_expired_deadline_is_transient_never_not_found(tmp_path, monkeypatch):
     assert err.error_class == errors.TRANSIENT
     p.close()
     p.close()  # closing twice is harmless
+
+
+def _status(kind: str, name: str) -> bytes:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "NotFound",
+            "message": '%s "%s" not found' % (kind, name),
+            "details": {"name": name, "kind": kind},
+            "code": 404,
+        }
+    ).encode()
+
+
+def _against(tmp_path, body: bytes):
+    server = NotFoundServer(body, "application/json")
+    path = str(tmp_path / "kubeconfig")
+    write_kubeconfig(path, server.endpoint)
+    return server, provider(tmp_path, kubeconfig=path)
+
+
+def test_not_found_with_the_api_servers_proof_is_not_found(tmp_path):
+    server, p = _against(tmp_path, _status("pods", "proxy-a"))
+    try:
+        assert raised(lambda: p.get("crawl/proxy-a", Deadline(5))).error_class == errors.NOT_FOUND
+    finally:
+        server.close()
+
+
+def test_create_into_a_missing_namespace_is_permanent(tmp_path):
+    """Issue 15: it was not_found, which a caller reads as "the instance is gone"."""
+    server, p = _against(tmp_path, _status("namespaces", "crawl"))
+    try:
+        req = contract.CreateRequest(name="proxy-a", uid="u", namespace="crawl")
+        assert raised(lambda: p.create(req, Deadline(5))).error_class == errors.PERMANENT
+        assert raised(lambda: p.get("crawl/proxy-a", Deadline(5))).error_class == errors.TRANSIENT
+        assert raised(lambda: p.list_by_tag(Deadline(5))).error_class == errors.TRANSIENT
+    finally:
+        server.close()
+
+
+def test_a_hanging_exec_credential_plugin_is_bounded_by_the_deadline(tmp_path):
+    """Issue 15: loading the kubeconfig runs its exec plugin with no timeout of its own; a plugin
+    that hangs held the call (and the batch worker) forever. It is abandoned at the deadline."""
+    plugin = tmp_path / "hang.sh"
+    plugin.write_text("#!/bin/sh\nexec sleep 60\n")
+    plugin.chmod(0o755)
+    kubeconfig = tmp_path / "exec.kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: '%s'}}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n" % plugin
+    )
+    p = provider(tmp_path, kubeconfig=str(kubeconfig))
+    started = time.monotonic()
+    err = raised(lambda: p.get("crawl/proxy-a", Deadline(1)))
+    assert time.monotonic() - started < 5, "the exec plugin held the call"
+    assert err.error_class == errors.TRANSIENT, err

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from fakes.libvirt_fake import FakeHost, err
+from fakes.trickle_server import TrickleServer
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -128,13 +129,15 @@ def test_create_refuses_another_uid_and_unmarked_and_other_types_domains(image_s
     assert "proxy-unmarked" in shared.domains  # untouched
 
 
-def test_empty_uid_in_marks_is_adopted(image_server):
+def test_empty_uid_in_marks_is_never_adopted(image_server):
+    """Issue 15 (docs/contract.md): an instance without a UID mark was not made by create, which
+    writes the UID in the same step; adopting it hands someone's domain to this owner."""
     provider, _dialer, hosts = make(image_server)
     req = request()
     ns = metadata.namespace("kvm2")
     hosts["h1"].add_domain(req.name, b.DOMAIN_SHUTOFF, {ns: '<instance managed="true" uid="" createdAt=""/>'})
-    assert provider.create(req, dl()).endswith(req.name)
-    assert hosts["h1"].domains[req.name]["state"] == b.DOMAIN_RUNNING
+    assert klass(lambda: provider.create(req, dl())) == errors.PERMANENT
+    assert hosts["h1"].domains[req.name]["state"] == b.DOMAIN_SHUTOFF  # untouched
 
 
 @pytest.mark.parametrize(
@@ -243,28 +246,22 @@ def test_image_without_content_length_is_permanent(image_server):
     assert klass(lambda: provider.create(request(), dl())) == errors.PERMANENT
 
 
-def test_overlay_reused_only_when_backing_and_size_match(image_server):
+def test_a_leftover_overlay_is_never_reused(image_server):
+    """Issue 15: after a partial delete (the domain undefined, a volume delete failed) the next
+    create reused the overlay when path and size matched: a disk on which cloud-init had already
+    run with the old user-data, possibly on another base. Without its domain it is a leftover."""
     provider, _dialer, hosts = make(image_server)
     req = request()
     provider.create(req, dl())
     host = hosts["h1"]
     overlay_name = ids.overlay_volume(req.name, "kvm2")
-    # the domain goes away (by hand), the overlay stays: a matching overlay is reused ...
-    del host.domains[req.name]
-    host.volumes()[overlay_name]["data"] = b"guest writes"
-    provider.create(req, dl())
-    assert host.volumes()[overlay_name]["data"] == b"guest writes"
-    # ... one with another size or backing file is recreated
-    del host.domains[req.name]
-    host.volumes()[overlay_name]["capacity"] = 1 * GIB
-    provider.create(req, dl())
-    assert (
-        host.volumes()[overlay_name]["data"] == b"" and host.volumes()[overlay_name]["capacity"] == 10 * GIB
-    )
-    del host.domains[req.name]
-    host.volumes()[overlay_name]["backing"] = "/elsewhere"
-    provider.create(req, dl())
-    assert host.volumes()[overlay_name]["backing"] == "/pools/default/egress-image-tiny"
+    for change in ({"data": b"guest writes"}, {"capacity": 1 * GIB}, {"backing": "/elsewhere"}):
+        del host.domains[req.name]  # undefined; the overlay stays behind
+        host.volumes()[overlay_name].update(change)
+        provider.create(req, dl())
+        overlay = host.volumes()[overlay_name]
+        assert overlay["data"] == b"", change
+        assert overlay["capacity"] == 10 * GIB and overlay["backing"] == "/pools/default/egress-image-tiny"
 
 
 def test_seed_is_always_rebuilt(image_server):
@@ -690,3 +687,18 @@ def test_id_for_follows_the_placement_rules_of_create(image_server):
     assert two.id_for("proxy-a", contract.Placement(zone="h2")) == "hosts/h2/domains/proxy-a"
     assert two.id_for("proxy-a", contract.Placement(zone="nope")) is None
     assert one.id_for("Not_A_Label", zoneless) is None
+
+
+def test_an_image_download_that_trickles_is_bounded_by_the_deadline(image_server):
+    """Issue 15: one read of the image body blocked as long as bytes kept trickling in (each
+    socket read within its timeout), holding create past any deadline. Each read is bounded."""
+    slow = TrickleServer(interval=0.1, total=5000)
+    try:
+        images = {"tiny": {"url": slow.endpoint + "/tiny.qcow2", "sha256": "0" * 64}}
+        provider, _dialer, hosts = make(image_server, images=images)
+        started = time.monotonic()
+        assert klass(lambda: provider.create(request(), Deadline(2))) == errors.TRANSIENT
+        assert time.monotonic() - started < 8, "the trickling download held create"
+        assert not [v for v in hosts["h1"].volumes() if v.startswith("egress-image-")], "nothing half-cached"
+    finally:
+        slow.close()

@@ -218,11 +218,6 @@ def test_domain_xml_carries_marks_in_the_types_namespace():
     assert scsi == ["virtio-scsi"]
 
 
-def test_overlay_facts_read_capacity_and_backing():
-    xml = xmlbuild.overlay_volume_xml("o", 3, "/p/base", "qcow2")
-    assert xmlbuild.overlay_facts(xml) == (3 * 1024**3, "/p/base")
-
-
 def test_seed_iso_is_nocloud_with_all_three_files():
     data = seed.build("proxy-a", "#cloud-config\nSECRET\n", seed.vendor_data("", True))
     iso = pycdlib.PyCdlib()

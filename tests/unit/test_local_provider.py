@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import errno
+import fcntl
+import threading
+import time
 
 import pytest
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.provider import (
     SquidMissing,
     classify,
@@ -98,3 +101,51 @@ def test_constructor_never_touches_the_backend(tmp_path):
     assert not state.exists()
     assert provider.id_for("proxy-a", None) == "local/proxy-a"
     assert provider.id_for("Not A Label", None) is None
+
+
+def _provider(tmp_path):
+    parsed = config.parse(
+        {"providers": [{"name": "lab", "type": "local", "local": {"stateDir": str(tmp_path)}}]}
+    )
+    return registry.build(parsed.providers[0], parsed.installation)
+
+
+def test_delete_refuses_an_unmarked_instance_directory(tmp_path):
+    """Issue 15: a hand-made directory with no marks is not ours, whoever names its id."""
+    handmade = tmp_path / "instances" / "handmade"
+    handmade.mkdir(parents=True)
+    (handmade / "instance.json").write_text('{"name": "handmade", "address": "127.0.0.9", "port": 1}')
+    with pytest.raises(errors.ProviderError, match="not managed") as caught:
+        _provider(tmp_path).delete("local/handmade", Deadline(5))
+    assert caught.value.error_class == errors.PERMANENT
+    assert (handmade / "instance.json").exists()
+
+
+def test_a_held_instance_lock_is_bounded_by_the_deadline(tmp_path):
+    """Issue 15: the local provider's flock waited forever (another process holding the lock
+    held the whole batch worker); it now gives up at the deadline, Transient."""
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    (tmp_path / "instances" / "proxy-a").mkdir(parents=True)
+    (tmp_path / "instances" / "proxy-a" / "instance.json").write_text('{"proxy-operator-managed": "true"}')
+    holder = open(locks / "proxy-a", "a")  # noqa: SIM115 (held across the call)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    outcome = []
+
+    def call():
+        try:
+            _provider(tmp_path).delete("local/proxy-a", Deadline(0.5))
+            outcome.append("returned")
+        except errors.ProviderError as exc:
+            outcome.append(exc.error_class)
+
+    worker = threading.Thread(target=call, daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(5)
+    finished = not worker.is_alive()
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    holder.close()
+    worker.join(5)
+    assert finished, "delete still waiting for the lock after 5 s with a 0.5 s deadline"
+    assert outcome == [errors.TRANSIENT] and time.monotonic() - started < 5

@@ -377,6 +377,26 @@ class ComputeState:
                 record["deleting_until"] = time.time() + self.timing.deletion
             return self.public(self._new_operation(zone, "delete", name, duration=self.timing.deletion))
 
+    def start_instance(self, zone: str, name: str, verb: str = "start") -> dict:
+        """``instances.start`` (a TERMINATED VM) or ``instances.resume`` (a SUSPENDED one): it
+        goes through STAGING to RUNNING again, like a fresh boot."""
+        wanted = {"start": "TERMINATED", "resume": "SUSPENDED"}[verb]
+        with self.lock:
+            self._advance()
+            record = self._instance_record(zone, name)
+            status = self._view(record)["status"]
+            if status != wanted:
+                raise ApiError(
+                    400,
+                    "The resource 'projects/%s/zones/%s/instances/%s' is not ready (%s)"
+                    % (self.project, zone, name, status),
+                    "resourceNotReady",
+                )
+            record["forced_status"] = None
+            record["created"] = time.time() - self.timing.provisioning
+            record["body"]["status"] = "STAGING"
+            return self.public(self._new_operation(zone, verb, name))
+
     def aggregated_instances(
         self, filter_text: str, max_results: int, page_token: str, partial: bool
     ) -> dict:

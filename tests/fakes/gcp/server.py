@@ -8,6 +8,7 @@ what the provider does with ``apiEndpoint`` set and no credentials file.
 Routes (the subset the provider uses, shapes as in the public REST reference):
 
     POST   zones/{z}/instances                 instances.insert -> Operation
+    POST   zones/{z}/instances/{n}/start|resume instances.start / instances.resume -> Operation
     GET    zones/{z}/instances/{name}          instances.get
     DELETE zones/{z}/instances/{name}          instances.delete -> Operation
     GET    aggregated/instances                instances.aggregatedList (filter, maxResults,
@@ -180,6 +181,8 @@ class FakeCompute:
                     return 200, s.get_instance(zone, parts[3])
                 if len(parts) == 4 and method == "DELETE":
                     return 200, s.delete_instance(zone, parts[3])
+                if len(parts) == 5 and method == "POST" and parts[4] in ("start", "resume"):
+                    return 200, s.start_instance(zone, parts[3], parts[4])
             if parts[2] == "operations":
                 if len(parts) == 3 and method == "GET":
                     return 200, s.list_operations(

@@ -20,6 +20,7 @@ import json
 import threading
 import traceback
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     CredentialsProblem,
     SdkMissing,
@@ -71,6 +72,7 @@ class ComputeAPI:
         if self.credentials_file:
             from google.oauth2 import service_account
 
+            require_readable(self.credentials_file, "credentialsFile")  # missing: Transient
             try:
                 self._credentials = service_account.Credentials.from_service_account_file(
                     self.credentials_file, scopes=list(SCOPES)
@@ -138,6 +140,14 @@ class ComputeAPI:
 
     def delete_instance(self, zone: str, name: str, timeout: float) -> dict:
         op = self._client("instances").delete_unary(
+            project=self.project, zone=zone, instance=name, timeout=timeout, retry=None
+        )
+        return _as_dict(op)
+
+    def start_instance(self, zone: str, name: str, verb: str, timeout: float) -> dict:
+        """``instances.start`` (``verb`` "start", a TERMINATED VM) or ``instances.resume``."""
+        call = {"start": "start_unary", "resume": "resume_unary"}[verb]
+        op = getattr(self._client("instances"), call)(
             project=self.project, zone=zone, instance=name, timeout=timeout, retry=None
         )
         return _as_dict(op)

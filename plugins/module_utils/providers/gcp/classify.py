@@ -10,7 +10,8 @@ Sources of failure, all classified here:
   the caller instead of looking like NotFound;
 - transport, auth and deadline errors, and a missing SDK.
 
-Table (blueprint §3): 404 NotFound; 429, and 403 with reason quotaExceeded or
+Table (blueprint §3): 404 NotFound only where ``proves_missing`` names the instance asked
+for (any other 404 is Transient: it cannot tell); 429, and 403 with reason quotaExceeded or
 rateLimitExceeded, QuotaExceeded; 400, 401 and other 403s Permanent; 5xx, timeouts and anything
 that is not an API answer Transient. A failed operation is never NotFound (its 404 means a
 referenced image or machine type is missing): quota and capacity codes are QuotaExceeded,
@@ -20,6 +21,9 @@ other 4xx Permanent, the rest Transient.
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 
 QUOTA_REASONS = frozenset({"quotaExceeded", "rateLimitExceeded", "userRateLimitExceeded"})
@@ -43,7 +47,8 @@ class SdkMissing(Exception):
 
 
 class CredentialsProblem(Exception):
-    """The credentials file is missing or unreadable, or no default credentials exist."""
+    """The credentials file holds no valid service-account key, or no default credentials exist
+    (a file that cannot be read at all is ``CredentialsUnavailable``: Transient)."""
 
 
 class OperationFailed(Exception):
@@ -103,10 +108,31 @@ def reasons_of(exc: BaseException) -> tuple:
     return tuple(found)
 
 
+def api_not_found(exc: BaseException) -> bool:
+    """A 404 that is the Compute API's own answer (reason ``notFound``), about some resource."""
+    return status_of(exc) == 404 and "notFound" in reasons_of(exc)
+
+
+def proves_missing(exc: BaseException, resource: str, *containers: str) -> bool:
+    """Whether ``exc`` is the API saying that ``resource`` (``projects/p/zones/z/instances/n``)
+    does not exist: a 404 with reason ``notFound`` whose message names exactly that resource,
+    or one of ``containers`` (a zone that does not exist holds no instance).
+
+    Any other 404 (a wrong ``apiEndpoint``, a proxy's HTML page, a missing project or zone) says
+    nothing about the instance: taken as "gone" it would create a duplicate or release a Proxy
+    whose VM still runs (blueprint §2)."""
+    if not api_not_found(exc):
+        return False
+    message = getattr(exc, "message", None) or str(exc)
+    return any(("'%s'" % path) in message for path in (resource, *containers))
+
+
 def classify(exc: BaseException) -> str:
     """The error class of any failure a gcp call can raise."""
     if isinstance(exc, errors.ProviderError):
         return exc.error_class
+    if isinstance(exc, CredentialsUnavailable):
+        return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
     if isinstance(exc, (SdkMissing, CredentialsProblem)):
         return errors.PERMANENT
     if isinstance(exc, DeadlineExceeded):
@@ -134,7 +160,7 @@ def classify(exc: BaseException) -> str:
 def classify_status(status: int, reasons=()) -> str:
     """The table for an HTTP status and its reasons (also used by tests and the fake's docs)."""
     if status == 404:
-        return errors.NOT_FOUND
+        return errors.TRANSIENT  # NotFound needs proof of which resource: see proves_missing
     if status == 429:
         return errors.QUOTA_EXCEEDED
     if status == 403 and QUOTA_REASONS.intersection(reasons):
@@ -172,7 +198,7 @@ def check_reason(exc: BaseException) -> str:
         return contract.REASON_API_ERROR
     if isinstance(exc, SdkMissing):
         return REASON_SDK_MISSING
-    if isinstance(exc, CredentialsProblem):
+    if isinstance(exc, CredentialsProblem | CredentialsUnavailable):
         return contract.REASON_UNAUTHORIZED
     auth_exceptions = _auth_exceptions()
     if auth_exceptions is not None and isinstance(

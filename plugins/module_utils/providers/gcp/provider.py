@@ -21,16 +21,19 @@ configured provider name after ``classify``; cloud-init is never logged.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     OperationFailed,
+    api_not_found,
     check_reason,
     classify,
     describe,
+    proves_missing,
     status_of,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.instance import (
@@ -49,6 +52,9 @@ CALL_BUDGET_SECONDS = 30.0
 LIST_PAGE_SIZE = 500  # the API maximum: 100 instances are one request
 OPS_PAGE_SIZE = 500
 DEFAULT_ADDRESS = "compute.googleapis.com"
+
+# The statuses of ours that create brings back, and how (STOPPING/SUSPENDING settle first).
+RESTART_VERBS = {"TERMINATED": "start", "SUSPENDED": "resume"}
 
 log = logging.getLogger("crawl.egress_proxies.providers.gcp")
 
@@ -85,8 +91,17 @@ class GcpProvider(contract.Provider, contract.Checker):
     # -- helpers -------------------------------------------------------------------------
 
     def _call(self, deadline, what: str, method, *args):
+        """One API call, bounded as a whole: the client's timeout applies per socket read (an
+        answer trickling in, or a token refresh, would outlast it), so the call runs under
+        abandon.run as well and is left behind at the deadline (Transient)."""
         deadline.check(what)
-        return method(*args, timeout=deadline.budget(CALL_BUDGET_SECONDS))
+        budget = deadline.budget(CALL_BUDGET_SECONDS)
+        call = functools.partial(method, *args, timeout=budget)
+        return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+
+    def _resource(self, *path: str) -> str:
+        """The resource path the API names in its 404 (``projects/<project>/...``)."""
+        return "/".join(("projects", self.config.project, *path))
 
     def _fail(self, op: str, provider_id: str, exc: BaseException, error_class: str | None = None):
         cls = error_class or classify(exc)
@@ -120,7 +135,7 @@ class GcpProvider(contract.Provider, contract.Checker):
                 OPS_PAGE_SIZE,
             )
         except Exception as exc:
-            if status_of(exc) == 404:
+            if proves_missing(exc, self._resource("zones", zone)):
                 return []
             raise
         return sorted(ops, key=_op_order)
@@ -153,6 +168,16 @@ class GcpProvider(contract.Provider, contract.Checker):
             return format_id(placement.zone, name)
         return None
 
+    def name_in_id(self, provider_id):
+        return parse_id(provider_id)[1]
+
+    def check_request(self, req):
+        try:
+            self._validate(req)
+        except _Invalid as exc:
+            return str(exc)
+        return ""
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         provider_id = format_id(req.placement.zone, req.name)
         try:
@@ -181,10 +206,11 @@ class GcpProvider(contract.Provider, contract.Checker):
         except errors.ProviderError:
             raise
         except Exception as exc:
-            cls = classify(exc)
-            # A 404 here means a referenced zone, network or project is missing: never NotFound
-            # from create (blueprint §3), and editing the spec or config fixes it.
-            raise self._fail("create", provider_id, exc, errors.PERMANENT if cls == errors.NOT_FOUND else cls)
+            # The API's own 404 here means a referenced zone, network or project is missing: never
+            # NotFound from create (blueprint §3), and editing the spec or config fixes it. A
+            # 404 that is not the API's answer (a wrong endpoint) stays Transient.
+            cls = errors.PERMANENT if api_not_found(exc) else classify(exc)
+            raise self._fail("create", provider_id, exc, cls)
 
     def _adopt(self, req, provider_id: str, deadline) -> str:
         """409: the name is taken. Ours (same uid) is success; anyone else's is Permanent."""
@@ -207,6 +233,19 @@ class GcpProvider(contract.Provider, contract.Checker):
                     labels.uid_label_value(req.uid),
                 ),
             )
+        verb = RESTART_VERBS.get(existing.get("status", ""))
+        if verb:
+            # Stopped by someone (TERMINATED) or suspended: state: present means running again.
+            op = self._call(deadline, "create", self.api.start_instance, req.placement.zone, req.name, verb)
+            log.info(
+                "provider=%s op=create id=%s was %s: %s submitted operation=%s",
+                self.name,
+                provider_id,
+                existing.get("status"),
+                verb,
+                op.get("name", "?"),
+            )
+            return provider_id
         log.info("provider=%s op=create id=%s exists with our uid: adopted", self.name, provider_id)
         return provider_id
 
@@ -215,7 +254,7 @@ class GcpProvider(contract.Provider, contract.Checker):
         try:
             existing = self._call(deadline, "firewall", self.api.get_firewall, wanted["name"])
         except Exception as exc:
-            if status_of(exc) != 404:
+            if not proves_missing(exc, self._resource("global", "firewalls", wanted["name"])):
                 raise
             existing = None
         if existing is None:
@@ -238,7 +277,9 @@ class GcpProvider(contract.Provider, contract.Checker):
             try:
                 item = self._call(deadline, "get", self.api.get_instance, zone, name)
             except Exception as exc:
-                if status_of(exc) != 404:
+                if not proves_missing(
+                    exc, self._resource("zones", zone, "instances", name), self._resource("zones", zone)
+                ):
                     raise
                 self._raise_insert_failure(zone, name, provider_id, deadline)
                 raise errors.not_found(
@@ -299,7 +340,9 @@ class GcpProvider(contract.Provider, contract.Checker):
             try:
                 op = self._call(deadline, "delete", self.api.delete_instance, zone, name)
             except Exception as exc:
-                if status_of(exc) != 404:
+                if not proves_missing(
+                    exc, self._resource("zones", zone, "instances", name), self._resource("zones", zone)
+                ):
                     raise
                 self._forget_failed_insert(zone, ops, deadline)
                 return

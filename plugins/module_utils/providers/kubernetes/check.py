@@ -14,6 +14,9 @@ an admin fixes on the module host, not in the cluster).
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
@@ -44,7 +47,7 @@ def reason_for(exc: BaseException) -> str:
         return contract.REASON_TIMEOUT
     if isinstance(exc, sdk.SDKMissing):
         return REASON_LIBRARY
-    if isinstance(exc, sdk.ConfigException):
+    if isinstance(exc, sdk.ConfigException | CredentialsUnavailable):
         return REASON_CONFIG
     if isinstance(exc, sdk.ApiException):
         code = status_of(exc)[0]
@@ -70,7 +73,7 @@ def check_apiserver(provider, deadline) -> contract.TargetStatus:
     details = {"namespace": namespace or "*"}
     address = ""
     try:
-        client = provider._api_client()
+        client = provider._api_client(deadline)
         address = client.configuration.host
         timeout = provider._timeout
         version = sdk.k8s_client.VersionApi(client).get_code(_request_timeout=timeout(deadline, "check"))

@@ -17,6 +17,9 @@ from __future__ import annotations
 import json
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 
@@ -47,17 +50,49 @@ def status_of(exc) -> tuple:
     return code, reason, message
 
 
+def status_body(exc) -> dict:
+    """The Kubernetes ``Status`` object of an ``ApiException``'s body, ``{}`` when it has none
+    (an HTML page from an ingress, an empty 404 from a wrong URL)."""
+    body = getattr(exc, "body", None)
+    try:
+        status = json.loads(body) if body else None
+    except (TypeError, ValueError):
+        return {}
+    return status if isinstance(status, dict) and status.get("kind") == "Status" else {}
+
+
+def proves_missing(exc, kind: str, name: str) -> bool:
+    """Whether the API server said that the ``kind`` (plural, e.g. ``pods``) named ``name``
+    does not exist: a 404 ``Status`` of reason NotFound about exactly that object. Nothing else
+    proves it (blueprint §2: a false NotFound creates duplicates or releases a running Pod)."""
+    if int(getattr(exc, "status", 0) or 0) != 404:
+        return False
+    status = status_body(exc)
+    details = status.get("details") or {}
+    return status.get("reason") == "NotFound" and details.get("kind") == kind and details.get("name") == name
+
+
+def missing_kind(exc) -> str:
+    """The kind a NotFound ``Status`` is about (``namespaces`` for a create into a missing one)."""
+    status = status_body(exc)
+    return (status.get("details") or {}).get("kind", "") if status.get("reason") == "NotFound" else ""
+
+
 def classify(exc: BaseException) -> str:
     if isinstance(exc, errors.ProviderError):
         return exc.error_class
     if isinstance(exc, DeadlineExceeded):
         return errors.TRANSIENT
+    if isinstance(exc, CredentialsUnavailable):
+        return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
     if isinstance(exc, sdk.SDKMissing | sdk.ConfigException):
         return errors.PERMANENT  # install the library or fix the kubeconfig
     if isinstance(exc, sdk.ApiException):
         code, _reason, message = status_of(exc)
         if code == 404:
-            return errors.NOT_FOUND
+            # Only the API server's own NotFound; which object it is about is the caller's
+            # question (proves_missing). A 404 without a Status is not the API server talking.
+            return errors.NOT_FOUND if status_body(exc).get("reason") == "NotFound" else errors.TRANSIENT
         if code == 403:
             lowered = message.lower()
             if any(marker in lowered for marker in QUOTA_MARKERS):

@@ -56,7 +56,12 @@ def labels(uid: str, installation: str) -> dict:
 
 
 def owner_reference(req: contract.CreateRequest, namespace: str):
-    """The Proxy as controlling owner, or ``None`` when the request names none in ``namespace``."""
+    """The Proxy as controlling owner, or ``None`` when not asked or none is named in ``namespace``.
+
+    Only when asked (the controller, whose uid is the Proxy's UID): a playbook's uid that is
+    not a real Proxy's would have the Pod garbage-collected by Kubernetes at once."""
+    if not req.owner_reference:
+        return None
     if not (req.namespace and req.proxy_name and req.uid) or req.namespace != namespace:
         return None
     return {

@@ -19,14 +19,16 @@ import datetime
 import logging
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import replace, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
     check_apiserver,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     classify,
+    missing_kind,
+    proves_missing,
     status_of,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import (
@@ -47,8 +49,8 @@ def _already_exists(exc: BaseException) -> bool:
     return code == 409 and reason == "AlreadyExists"
 
 
-def _not_found(exc: BaseException) -> bool:
-    return isinstance(exc, sdk.ApiException) and status_of(exc)[0] == 404
+def _proves_missing(exc: BaseException, kind: str, name: str) -> bool:
+    return isinstance(exc, sdk.ApiException) and proves_missing(exc, kind, name)
 
 
 class KubernetesProvider(contract.Provider, contract.Checker):
@@ -62,20 +64,38 @@ class KubernetesProvider(contract.Provider, contract.Checker):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _api_client(self):
+    def _api_client(self, deadline):
+        """Built on first use, within the deadline: loading a kubeconfig may run its exec
+        credential plugin, a subprocess with no timeout of its own (abandon.py)."""
         with self._client_lock:
             if self._client is None:
-                self._client = sdk.api_client(self.config.kubeconfig, self.config.context)
+                self._client = abandon.run(
+                    sdk.api_client,
+                    (self.config.kubeconfig, self.config.context),
+                    self.config.request_timeout_seconds,
+                    deadline,
+                    "load kubeconfig",
+                    thread_prefix="kubernetes",
+                )
             return self._client
 
-    def _core(self):
-        return sdk.k8s_client.CoreV1Api(self._api_client())
+    def _core(self, deadline):
+        return sdk.k8s_client.CoreV1Api(self._api_client(deadline))
 
     def _timeout(self, deadline, op: str) -> float:
         deadline.check(op)
         return deadline.budget(self.config.request_timeout_seconds)
 
-    def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
+    def _fail(
+        self, op: str, provider_id: str, exc: BaseException, proven: bool = False
+    ) -> errors.ProviderError:
+        """``proven``: the caller checked that a NotFound is about the object it asked for;
+        any other NotFound is never NotFound (a list, a create into a missing namespace)."""
+        cls = classify(exc)
+        if cls == errors.NOT_FOUND and not proven:
+            cls = (
+                errors.PERMANENT if op == "create" and missing_kind(exc) == "namespaces" else errors.TRANSIENT
+            )
         if isinstance(exc, sdk.ApiException):
             code, reason, message = status_of(exc)
             log.info(
@@ -87,11 +107,11 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 reason,
                 message,
             )
-            cause = "%s %s: %s" % (code, reason, message or exc)
-            err = errors.wrap(classify(exc), op, self.name, provider_id, cause)
+            cause = "%s %s: %s" % (code, reason, message or ("no Status body" if code else exc))
+            err = errors.wrap(cls, op, self.name, provider_id, cause)
             err.__cause__ = exc  # the SDK error stays reachable
             return err
-        return errors.wrap(classify(exc), op, self.name, provider_id, exc)
+        return errors.wrap(cls, op, self.name, provider_id, exc)
 
     def _namespace_for(self, req: contract.CreateRequest) -> str:
         return self.config.namespace or req.namespace or DEFAULT_NAMESPACE
@@ -160,6 +180,15 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             return format_id(chosen, name)
         return None
 
+    def name_in_id(self, provider_id):
+        return parse_id(provider_id)[1]
+
+    def check_request(self, req):
+        namespace = self._namespace_for(req)
+        if not names.is_dns_label(namespace):
+            return "namespace %r is not a DNS label" % namespace
+        return ""
+
     def create(self, req: contract.CreateRequest, deadline) -> str:
         namespace = self._namespace_for(req)
         provider_id = format_id(namespace, req.name)
@@ -175,7 +204,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
         log.info("provider=%s op=create request=%s", self.name, req.describe())
         try:
-            core = self._core()
+            core = self._core(deadline)
             body = podlib.build_pod(req, namespace, self.installation, self.config)
             try:
                 pod = core.create_namespaced_pod(
@@ -196,7 +225,10 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         provider_id,
                         "Pod %s exists and belongs to uid %r, not %s" % (provider_id, owner_uid, req.uid),
                     ) from None
-                log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
+                if self._instance(pod).state in (contract.STOPPED, contract.TERMINATED):
+                    pod = self._recreate(core, req, namespace, body, pod, deadline)
+                else:
+                    log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
             self._ensure_config_map(core, req, namespace, pod.metadata.uid, deadline)
         except errors.ProviderError:
             raise
@@ -204,18 +236,37 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             raise self._fail("create", provider_id, exc) from exc
         return provider_id
 
+    def _recreate(self, core, req, namespace: str, body: dict, pod, deadline):
+        """Our Pod has finished and will never run again: replace it (replace.py says why)."""
+        log.info(
+            "provider=%s op=create id=%s pod %s has finished (phase %s): replacing it",
+            self.name,
+            format_id(namespace, req.name),
+            pod.metadata.uid,
+            pod.status.phase if pod.status else "",
+        )
+        replace.free_name(
+            core,
+            req.name,
+            namespace,
+            pod.metadata.deletion_timestamp is not None,
+            lambda: self._timeout(deadline, "create"),
+            deadline,
+        )
+        return core.create_namespaced_pod(namespace, body, _request_timeout=self._timeout(deadline, "create"))
+
     def get(self, provider_id: str, deadline) -> contract.Instance:
         try:
             namespace, name = parse_id(provider_id)
         except ValueError as exc:
             raise errors.permanent("get", self.name, provider_id, exc) from exc
         try:
-            pod = self._core().read_namespaced_pod(
+            pod = self._core(deadline).read_namespaced_pod(
                 name, namespace, _request_timeout=self._timeout(deadline, "get")
             )
             return self._instance(pod)
         except Exception as exc:
-            raise self._fail("get", provider_id, exc) from exc
+            raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
 
     def delete(self, provider_id: str, deadline) -> None:
         try:
@@ -223,8 +274,11 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         except ValueError as exc:
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
         try:
-            core = self._core()
-            for remove in (core.delete_namespaced_pod, core.delete_namespaced_config_map):
+            core = self._core(deadline)
+            for kind, remove in (
+                ("pods", core.delete_namespaced_pod),
+                ("configmaps", core.delete_namespaced_config_map),
+            ):
                 try:
                     remove(
                         name,
@@ -233,7 +287,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         _request_timeout=self._timeout(deadline, "delete"),
                     )
                 except sdk.ApiException as exc:
-                    if not _not_found(exc):
+                    if not _proves_missing(exc, kind, name):
                         raise
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)
         except Exception as exc:
@@ -248,7 +302,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         )
         out = []
         try:
-            core = self._core()
+            core = self._core(deadline)
             token = None
             while True:
                 kwargs = {"label_selector": selector, "limit": LIST_PAGE_SIZE}

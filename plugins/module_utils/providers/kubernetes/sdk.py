@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import traceback
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
+
 try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
@@ -74,6 +76,8 @@ def api_client(kubeconfig: str | None, context: str | None):
     """An ``ApiClient`` for the kubeconfig (and context), else for the in-cluster config."""
     require_sdk()
     configuration = k8s_client.Configuration()
+    if kubeconfig:
+        require_readable(kubeconfig, "kubeconfig")  # missing: Transient (credential_files.py)
     try:
         if kubeconfig or context:
             k8s_config.load_kube_config(

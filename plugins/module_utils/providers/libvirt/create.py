@@ -91,8 +91,8 @@ def adopt(conn, type_name: str, req: contract.CreateRequest, deadline) -> None:
             "a domain named %s exists on the host without this provider type's (%s) marks: "
             "it is not ours to adopt" % (req.name, type_name)
         )
-    if marks.uid and marks.uid != req.uid:
-        raise Permanent("domain %s belongs to uid %s, not %s" % (req.name, marks.uid, req.uid))
+    if marks.uid != req.uid:  # an empty UID too: create writes it with the domain, so not ours
+        raise Permanent("domain %s belongs to uid %r, not %s" % (req.name, marks.uid, req.uid))
     ensure_running(conn, req.name, deadline)
 
 
@@ -166,10 +166,10 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
                 image.fill(conn, pool, p.image, response, length, deadline, provider.budgets)
         finally:
             if response is not None:
-                response.close()
+                image.close_download(response)
     base_path = conn.volume_path(pool, p.image.volume)
     overlay = ids.overlay_volume(req.name, type_name)
-    ensure_overlay(conn, pool, overlay, config.disk_size_gb, base_path, p.image.format)
+    fresh_overlay(conn, pool, overlay, config.disk_size_gb, base_path, p.image.format)
     seed_name = ids.seed_volume(req.name, type_name)
     vendor = seed.vendor_data(config.vendor_data, config.install_guest_agent)
     write_volume(conn, pool, seed_name, seed.build(req.name, req.cloud_init, vendor))
@@ -194,19 +194,17 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
     ensure_running(conn, req.name, deadline)
 
 
-def ensure_overlay(conn, pool: str, overlay: str, size_gb: int, base_path: str, base_format: str) -> None:
+def fresh_overlay(conn, pool: str, overlay: str, size_gb: int, base_path: str, base_format: str) -> None:
+    """A new, empty overlay. Build runs only when the domain does not exist, so an overlay found
+    here is a leftover (a partial delete, a create that died): its disk has run cloud-init with
+    someone's old user-data, perhaps on another base, and is never reused, however well its
+    path and size match."""
     try:
-        size, backing = xmlbuild.overlay_facts(conn.volume_xml(pool, overlay))
+        conn.volume_delete(pool, overlay)
+        log.info("libvirt overlay %s left without its domain: recreated", overlay)
     except backend.LibvirtCallError as exc:
         if exc.code != backend.ERR_NO_STORAGE_VOL:
             raise
-    else:
-        if size == size_gb * GIB and backing == base_path:
-            return
-        log.info(
-            "libvirt overlay %s does not match (size %d, backing %s): recreating", overlay, size, backing
-        )
-        conn.volume_delete(pool, overlay)
     conn.volume_create(pool, xmlbuild.overlay_volume_xml(overlay, size_gb, base_path, base_format))
 
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.abandon import CallAbandoned
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
-
-_WAIT_SLICE = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,34 +33,9 @@ class Budgets:
     http: float = 30.0
 
 
-class CallAbandoned(DeadlineExceeded):
-    """A libvirt call ran past its budget or deadline, or was cancelled, and was left behind."""
-
-
 def run(func, args, seconds: float, deadline, what: str):
     """Run ``func(*args)`` in a worker thread; raise ``CallAbandoned`` if it overruns."""
-    deadline.check(what)
-    end = time.monotonic() + deadline.budget(seconds)
-    box = {}
-    done = threading.Event()
-
-    def work():
-        try:
-            box["value"] = func(*args)
-        except BaseException as exc:  # handed to the waiting caller
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="libvirt %s" % what, daemon=True).start()
-    while not done.wait(max(0.0, min(_WAIT_SLICE, end - time.monotonic()))):
-        if deadline.cancelled:
-            raise CallAbandoned("%s abandoned: the operation was cancelled" % what)
-        if time.monotonic() >= end:
-            raise CallAbandoned("%s abandoned after %.1fs (budget or deadline)" % (what, seconds))
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+    return abandon.run(func, args, seconds, deadline, what, thread_prefix="libvirt")
 
 
 def _describe(args) -> str:

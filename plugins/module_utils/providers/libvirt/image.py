@@ -22,6 +22,7 @@ from ansible.module_utils.urls import SSLValidationError, open_url
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
+    guard,
     ids,
     xmlbuild,
 )
@@ -37,6 +38,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
 CHUNK = 1024 * 1024
+CLOSE_SECONDS = 2.0
 MARKER_LIMIT = 4096
 
 
@@ -115,6 +117,15 @@ def open_download(image: Image, timeout: float):
     return response, int(length)
 
 
+def close_download(response) -> None:
+    """Close the HTTP response within a few seconds: after an abandoned read, ``close`` waits
+    for the reader that is still blocked on the socket, so it is left to finish on its own."""
+    try:
+        guard.run(response.close, (), CLOSE_SECONDS, Deadline(CLOSE_SECONDS), "close image download")
+    except guard.CallAbandoned:
+        log.warning("libvirt image download: closing the connection was abandoned")
+
+
 def _delete_if_present(conn, pool: str, volume: str) -> None:
     try:
         conn.volume_delete(pool, volume)
@@ -135,7 +146,9 @@ def fill(conn, pool: str, image: Image, response, length: int, deadline, budgets
         while True:
             deadline.check("image download")
             try:
-                chunk = response.read(CHUNK)
+                # One read can block for as long as bytes keep trickling in (the socket timeout
+                # is per recv): bounded as a whole by the HTTP budget and the deadline.
+                chunk = guard.run(response.read, (CHUNK,), budgets.http, deadline, "image download read")
             except (OSError, ValueError) as exc:
                 raise Transient("image download %s cut off after %d bytes: %s" % (image.url, received, exc))
             if not chunk:

@@ -31,7 +31,10 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     listing,
     remove,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import classify
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
+    Permanent,
+    classify,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.guard import (
     Budgets,
     GuardedConnection,
@@ -107,6 +110,16 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         if not placement.zone and len(self.config.hosts) == 1:
             return ids.format_id(self.config.hosts[0].name, name)
         return None
+
+    def name_in_id(self, provider_id):
+        return ids.parse_id(provider_id)[1]
+
+    def check_request(self, req):
+        try:
+            create.plan(self.config, req)
+        except Permanent as exc:
+            return str(exc)
+        return ""
 
     def create(self, req: contract.CreateRequest, deadline) -> str:
         if not names.is_dns_label(req.name):

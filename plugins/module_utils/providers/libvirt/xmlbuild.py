@@ -119,15 +119,3 @@ def overlay_volume_xml(name: str, size_gb: int, backing_path: str, backing_forma
     _sub(backing, "path", backing_path)
     _sub(backing, "format", type=backing_format)
     return ET.tostring(vol, encoding="unicode")
-
-
-def overlay_facts(volume_xml: str) -> tuple:
-    """``(capacity_bytes, backing_path)`` of an existing overlay, for the reuse check."""
-    root = ET.fromstring(volume_xml)
-    capacity = root.find("capacity")
-    path = root.find("backingStore/path")
-    size = int(capacity.text) if capacity is not None and capacity.text else -1
-    unit = capacity.get("unit", "bytes") if capacity is not None else "bytes"
-    if unit not in ("bytes", "B", "b"):
-        size = -1  # libvirt reports bytes; anything else is not an overlay we made
-    return size, (path.text or "").strip() if path is not None else ""

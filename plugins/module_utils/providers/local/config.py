@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import BlockModel, check_cidrs
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
     Field,
     field_validator,
@@ -30,6 +32,13 @@ class LocalConfig(BlockModel):
     def _absolute_state_dir(cls, value: str) -> str:
         if not value.startswith("/"):
             raise ValueError("must be an absolute path")
+        if any(not ch.isprintable() for ch in value):
+            raise ValueError("%s contains NUL or control characters" % excerpt(value))
+        probe = value
+        while probe != "/" and not os.path.lexists(probe):  # it is created on first use
+            probe = os.path.dirname(probe)
+        if not os.path.isdir(probe):
+            raise ValueError("%s is not a directory" % excerpt(probe))
         return value
 
     @field_validator("address_range")
@@ -38,12 +47,21 @@ class LocalConfig(BlockModel):
         try:
             network = ipaddress.ip_network(value, strict=True)
         except ValueError as exc:
-            raise ValueError("%r is not a CIDR range: %s" % (value, exc)) from None
+            raise ValueError("%s is not a CIDR range: %s" % (excerpt(value), str(exc)[:100])) from None
         if network.version != 4 or not network.subnet_of(LOOPBACK):
             raise ValueError("must be an IPv4 range inside 127.0.0.0/8, e.g. 127.77.0.0/16")
         if network.num_addresses < 4:
             raise ValueError("must hold at least 4 addresses")
         return value
+
+    def conflict_with(self, other) -> str:
+        """Two local providers whose ranges overlap hand one address to two Squids: the second
+        dies with "Address already in use" while the first answers for it. One stateDir is one
+        allocation store, so providers sharing it may share the range."""
+        mine, theirs = ipaddress.ip_network(self.address_range), ipaddress.ip_network(other.address_range)
+        if mine.overlaps(theirs) and os.path.normpath(self.state_dir) != os.path.normpath(other.state_dir):
+            return "addressRange %s overlaps %s" % (self.address_range, other.address_range)
+        return ""
 
     @field_validator("allowed_source_ranges")
     @classmethod

@@ -23,7 +23,7 @@ import subprocess
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import listening, process
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
     Store,
     StoreError,
@@ -142,11 +142,14 @@ class LocalProvider(contract.Provider, contract.Checker):
 
     def _instance(self, name: str, record: dict, deadline) -> contract.Instance:
         directory = self.store.path(name)
-        state, _pid = process.status(directory)
+        state, pid = process.status(directory)
         created_at = _parse_time(record.get("createdAt"))
         if state == process.ALIVE:
             deadline.check("get")
-            if self._accepts(record["address"], int(record["port"]), deadline):
+            address, port = record["address"], int(record["port"])
+            # Its own Squid must hold the listening socket: a connect alone may reach another
+            # process on that address and port (listening.py).
+            if listening.listens(pid, address, port) and self._accepts(address, port, deadline):
                 phase = contract.RUNNING
             else:
                 phase = contract.PROVISIONING
@@ -171,7 +174,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         )
 
     def _ensure_running(self, name: str, deadline) -> None:
-        with self.store.locked(name):
+        with self.store.locked(name, deadline):
             state, pid = process.status(self.store.path(name))
             if state == process.ALIVE:
                 return
@@ -186,6 +189,9 @@ class LocalProvider(contract.Provider, contract.Checker):
 
     def id_for(self, name, placement, namespace=""):
         return ID_PREFIX + name if names.is_dns_label(name) else None
+
+    def name_in_id(self, provider_id):
+        return parse_id(provider_id)
 
     def create(self, req: contract.CreateRequest, deadline) -> str:
         provider_id = ID_PREFIX + req.name
@@ -220,6 +226,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     int(req.port),
                     self._files(req.name, squid_user),
                     owner,
+                    deadline=deadline,
                 )
                 # A concurrent create of the same name may have won the race: re-check the UID.
                 record = self.store.read(req.name)
@@ -257,12 +264,22 @@ class LocalProvider(contract.Provider, contract.Checker):
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
         try:
             deadline.check("delete")
-            with self.store.locked(name):
-                if self.store.read(name) is None:
+            with self.store.locked(name, deadline):
+                record = self.store.read(name)
+                if record is None:
                     return
+                if not names.is_managed(record):  # a hand-made directory is not ours to remove
+                    raise errors.permanent(
+                        "delete",
+                        self.name,
+                        provider_id,
+                        "instance %s is not managed (no marks); left alone" % name,
+                    )
                 process.stop(self.store.path(name), name, deadline)
                 self.store.remove(name)
             log.info("provider=%s op=delete id=%s removed", self.name, provider_id)
+        except errors.ProviderError:
+            raise
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
 

@@ -23,6 +23,7 @@ import tempfile
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
 
 RECORD = "instance.json"
+LOCK_POLL_SECONDS = 0.05
 INSTANCES = "instances"
 
 
@@ -66,8 +67,9 @@ class Store:
         return sorted(e for e in entries if not e.startswith("."))
 
     @contextlib.contextmanager
-    def locked(self, name: str = ""):
-        """An exclusive lock on the whole store (``name`` empty) or on one instance.
+    def locked(self, name: str = "", deadline=None):
+        """An exclusive lock on the whole store (``name`` empty) or on one instance, waited for
+        no longer than ``deadline`` (``DeadlineExceeded`` then: another process holds it).
 
         Lock files live in ``<stateDir>/locks`` and are never removed: unlinking a lock file
         another process is waiting on would let two holders in.
@@ -80,20 +82,22 @@ class Store:
             raise StoreError("cannot create %s: %s" % (self.instances_dir, exc)) from None
         lock_path = os.path.join(locks, name or ".store")
         with open(lock_path, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            _acquire(handle, deadline, lock_path)
             try:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def create(self, name: str, uid: str, installation: str, port: int, files: dict, owner=None) -> dict:
+    def create(
+        self, name: str, uid: str, installation: str, port: int, files: dict, owner=None, deadline=None
+    ) -> dict:
         """Allocate an address and make the instance directory appear atomically.
 
         ``files`` maps file names to a callable ``(record) -> text`` so files that depend on the
         allocated address (squid.conf) are written inside the same atomic step. Returns the
         record. Caller holds no lock; this takes the store lock itself.
         """
-        with self.locked():
+        with self.locked(deadline=deadline):
             existing = self.read(name)
             if existing is not None:
                 return existing
@@ -146,6 +150,20 @@ class Store:
             if text not in used:
                 return text
         raise StoreError("address range %s is exhausted (%d in use)" % (self.network, len(used)))
+
+
+def _acquire(handle, deadline, what: str) -> None:
+    """``flock`` without blocking past the deadline: polls, sleeping through ``deadline``."""
+    if deadline is None:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        return
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            deadline.check("lock %s" % what)
+            deadline.sleep(LOCK_POLL_SECONDS)
 
 
 def _write(path: str, text: str) -> None:

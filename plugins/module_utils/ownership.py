@@ -1,0 +1,49 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Whether ``proxy_instance state: absent`` may delete an instance it has read back.
+
+A name or an id can point at anything on a shared backend: a hand-made Pod, another team's VM,
+another installation's proxy. Deleting is only safe for what carries our marks, so the module
+reads the instance first and refuses (Permanent, saying whose it is) otherwise. ``force``
+lets an operator delete an instance of this installation whatever its uid (a Proxy whose UID
+changed), never an unmarked one or another installation's.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
+
+
+def refusal(instance, uid: str, installation: str, force: bool) -> str:
+    """Why ``instance`` must not be deleted by this request, or ``""`` when it may be."""
+    if not instance.uid or not instance.installation:
+        return (
+            "instance %s is not managed by this collection (no uid or installation mark); "
+            "refusing to delete it, also with force" % instance.name
+        )
+    if instance.installation != installation:
+        return "instance %s belongs to installation %s, not %s; refusing to delete it" % (
+            instance.name,
+            excerpt(instance.installation),
+            installation,
+        )
+    if uid and instance.uid != uid and not force:
+        return "instance %s belongs to uid %s, not %s; set force: true to delete it anyway" % (
+            instance.name,
+            excerpt(instance.uid),
+            excerpt(uid),
+        )
+    return ""
+
+
+def adoption_refusal(instance, uid: str, installation: str) -> str:
+    """Why ``state: present`` must not adopt ``instance`` for ``uid``, or ``""``."""
+    if instance.installation and instance.installation != installation:
+        return "instance %s belongs to installation %s, not %s" % (
+            instance.name,
+            excerpt(instance.installation),
+            installation,
+        )
+    if instance.uid != uid:
+        return "instance %s belongs to uid %s, not %s" % (instance.name, excerpt(instance.uid), excerpt(uid))
+    return ""

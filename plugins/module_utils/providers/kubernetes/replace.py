@@ -1,0 +1,47 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Bringing back a Pod that has finished: delete it, wait until its name is free, create anew.
+
+A Pod whose phase is Failed, Succeeded or Unknown, or that is being deleted, never runs again
+(a Pod cannot be restarted), yet ``create`` used to adopt it on AlreadyExists, so every
+``state: present`` run reported ``changed`` while it stayed Terminated. The ConfigMap goes too:
+it is owned by the old Pod, and the garbage collector would remove it under the new one.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
+    proves_missing,
+)
+
+POLL_SECONDS = 0.5
+
+
+def free_name(core, name: str, namespace: str, deleting: bool, timeout, deadline) -> None:
+    """Delete the finished Pod (unless already being deleted) and its ConfigMap, then wait,
+    within ``deadline``, until the API server says the Pod is gone. ``timeout(op)`` gives each
+    call its request timeout."""
+    removals = [("configmaps", core.delete_namespaced_config_map)]
+    if not deleting:
+        removals.insert(0, ("pods", core.delete_namespaced_pod))
+    for kind, remove in removals:
+        try:
+            remove(
+                name,
+                namespace,
+                grace_period_seconds=0,
+                propagation_policy="Background",
+                _request_timeout=timeout(),
+            )
+        except sdk.ApiException as exc:
+            if not proves_missing(exc, kind, name):
+                raise
+    while True:
+        try:
+            core.read_namespaced_pod(name, namespace, _request_timeout=timeout())
+        except sdk.ApiException as exc:
+            if proves_missing(exc, "pods", name):
+                return
+            raise
+        deadline.sleep(POLL_SECONDS)
