@@ -336,6 +336,10 @@ class Manager:
         fields = {
             "namespace": proxy.namespace,
             "proxy_name": proxy.name,
+            # The instance belongs to this Proxy: where the backend is the cluster itself (the
+            # kubernetes provider), its Pod gets an OwnerReference, so Kubernetes' garbage
+            # collector removes it with the Proxy. Playbooks never ask: their uid is no Proxy's.
+            "owner_reference": True,
             "port": proxy.spec.port,
             "placement": {
                 "region": placement.get("region", ""),

@@ -227,3 +227,21 @@ def test_a_failed_run_backs_off_only_the_keys_it_held(providers_file):
     assert m.drain(30)
     assert m.queue.failures("ns/p2") == 1
     assert m.queue.failures(KEY) == 0
+
+
+def test_creates_ask_for_an_owner_reference_to_their_proxy(providers_file):
+    """The modules set an OwnerReference only when asked (issue 15); the controller asks, for
+    the Proxy the create was planned from."""
+    kube = FakeKube()
+    kube.put(proxy_object())
+    seen = {}
+
+    def record(key, action, fields):
+        if action.op == "create":
+            seen.update(fields)
+        return running(key, action, fields)
+
+    m = manager(kube, FakeExecutor(record), providers_file)
+    tick(m)
+    assert seen["owner_reference"] is True
+    assert (seen["namespace"], seen["proxy_name"]) == tuple(KEY.split("/"))
