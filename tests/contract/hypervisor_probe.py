@@ -76,14 +76,14 @@ def choose(connect, scratch: str, level: str = "boot", image: str | None = None)
     problem = _kvm_device_usable()
     if problem:
         return Choice("qemu", problem, level)
+    if (level, image) in _memo:  # the machine and the image do not change within a process
+        return _memo[(level, image)]
     key = _cache_key(level, image)
-    if key in _memo:
-        return _memo[key]
     choice = _cached(key, level)
     if choice is None:
         choice = _probe(connect, scratch, level, image)
         _store(key, choice)
-    _memo[key] = choice
+    _memo[(level, image)] = choice
     return choice
 
 
