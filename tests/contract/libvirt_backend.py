@@ -21,7 +21,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import config
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids, metadata
-from contract.libvirt_host import TEST_MARK
+from contract.libvirt_host import unmarked_domain_xml
 
 PROVIDER_NAME = "contract-libvirt"  # deliberately not the type name
 HOST_NAME = "hv1"
@@ -125,12 +125,7 @@ class LibvirtContractBackend:
         return self.host.direct().lookupByName(name)
 
     def create_unmarked(self, name: str) -> None:
-        xml = (
-            "<domain type='%s'><name>%s</name><description>%s</description><memory unit='MiB'>64</memory>"
-            "<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices/></domain>"
-            % (self.host.domain_type, name, TEST_MARK)
-        )
-        self.host.direct().defineXML(xml)
+        self.host.direct().defineXML(unmarked_domain_xml(name, self.host.domain_type, memory_mib=64))
         self._unmarked.append(name)
 
     def force_unknown_state(self, provider_id: str) -> None:

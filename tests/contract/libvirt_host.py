@@ -33,6 +33,18 @@ from contract import hypervisor_probe, leftovers, machine_lock, pids
 
 NAMESPACE_WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libvirt_namespace.sh")
 TEST_MARK = "egress-proxies test domain"
+
+
+def unmarked_domain_xml(name: str, domain_type: str = "qemu", memory_mib: int = 32) -> str:
+    """An inactive domain made behind the provider's back: no marks of ours, only the test
+    marker in its description (by which the host's clean-up removes it)."""
+    return (
+        "<domain type='%s'><name>%s</name><description>%s</description><memory unit='MiB'>%d</memory>"
+        "<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices/></domain>"
+        % (domain_type, name, TEST_MARK, memory_mib)
+    )
+
+
 SSHD = "/usr/sbin/sshd"
 
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)

@@ -20,7 +20,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import contra
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME, LibvirtContractBackend
-from contract.libvirt_host import TEST_MARK
+from contract.libvirt_host import unmarked_domain_xml
 
 pytestmark = [pytest.mark.libvirt, pytest.mark.playbook]
 
@@ -41,11 +41,7 @@ def crowded(libvirt_host, image_host):
         conn = libvirt_host.direct()
         while len(made) < total:
             name = "many-%04d" % len(made)
-            conn.defineXML(
-                "<domain type='qemu'><name>%s</name><description>%s</description>"
-                "<memory unit='MiB'>32</memory><vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os>"
-                "<devices/></domain>" % (name, TEST_MARK)
-            )
+            conn.defineXML(unmarked_domain_xml(name))
             made.append(name)
 
     try:

@@ -13,30 +13,22 @@ import libvirt
 import pytest
 
 from contract import system_libvirtd as system_libvirtd_fixtures
-from contract.libvirt_host import TEST_MARK, LibvirtHost
+from contract.libvirt_host import LibvirtHost, unmarked_domain_xml
 
 pytestmark = [pytest.mark.libvirt]
 
 system_libvirtd = system_libvirtd_fixtures.system_libvirtd
 
 
-def minimal_domain(name: str, domain_type: str) -> str:
-    return (
-        "<domain type='%s'><name>%s</name><description>%s</description><memory unit='MiB'>32</memory>"
-        "<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices/></domain>"
-        % (domain_type, name, TEST_MARK)
-    )
-
-
 def test_test_hypervisor_coexists_with_the_machines_own_libvirtd(system_libvirtd):
     own = system_libvirtd.connect()
     theirs_name = "egress-system-" + uuid.uuid4().hex[:8]
-    own.defineXML(minimal_domain(theirs_name, "qemu"))
+    own.defineXML(unmarked_domain_xml(theirs_name, "qemu"))
     host = LibvirtHost()
     try:
         host.start()
         ours_name = "egress-private-" + uuid.uuid4().hex[:8]
-        dom = host.direct().createXML(minimal_domain(ours_name, host.domain_type), 0)
+        dom = host.direct().createXML(unmarked_domain_xml(ours_name, host.domain_type), 0)
         assert dom.state()[0] == libvirt.VIR_DOMAIN_RUNNING
         private_names = {d.name() for d in host.direct().listAllDomains(0)}
         system_names = {d.name() for d in own.listAllDomains(0)}
