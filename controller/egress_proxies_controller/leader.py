@@ -98,14 +98,12 @@ class LeaderElector:
         spec.holder_identity = self.identity
         spec.renew_time = now
         spec.lease_duration_seconds = int(self.lease_duration)
-        try:
-            self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=timeout)
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
-        self._renewed(started)
-        return True
+        return self._write(
+            lambda: self.api.replace_namespaced_lease(
+                self.name, self.namespace, lease, _request_timeout=timeout
+            ),
+            started,
+        )
 
     def _create(self, started: float, timeout: float) -> bool:
         now = _now()
@@ -119,8 +117,14 @@ class LeaderElector:
                 lease_transitions=0,
             ),
         )
+        return self._write(
+            lambda: self.api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout), started
+        )
+
+    def _write(self, write, started: float) -> bool:
+        """One write of the Lease record: False when another replica wrote it first (409)."""
         try:
-            self.api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
+            write()
         except ApiException as exc:
             if exc.status == 409:
                 return False
