@@ -1,11 +1,18 @@
 """List + watch of Proxy objects into a local cache, feeding the work queue with keys.
 
-Lists once (recording the list's resourceVersion), then watches from that version with
-bookmarks, resuming from the last version seen after a dropped connection and relisting when
-the server answers 410 Gone (the version is too old). ``synced`` is set after the first full
-list: nothing that needs a complete view (GC's live UIDs) may read the cache before that.
+Lists once, in pages of ``page_size`` (``limit``/``continue``, as client-go's pager does: a
+continue token that expired mid-list (410) falls back to one unpaginated list), recording the
+list's resourceVersion, then watches from that version with bookmarks, resuming from the last
+version seen after a dropped connection and relisting when the server answers 410 Gone (the
+version is too old). ``synced`` is set after the first full list: nothing that needs a complete
+view (GC's live UIDs) may read the cache before that.
 Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
 finalizers; our own status writes do not, so a status write never triggers another reconcile.
+
+The cache holds objects trimmed of what no reconcile reads (``trimmed``): ``managedFields``
+(server-side apply bookkeeping, often larger than the spec) and kubectl's
+``last-applied-configuration`` annotation (a second copy of the spec, inline cloud-init
+included).
 """
 
 from __future__ import annotations
@@ -24,6 +31,20 @@ def key_of(obj: dict) -> str:
     return "%s/%s" % (meta.get("namespace", ""), meta.get("name", ""))
 
 
+PAGE_SIZE = 500
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def trimmed(obj: dict) -> dict:
+    """``obj`` without the metadata no reconcile reads (a shallow copy: the input is not changed)."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("managedFields", None)
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return {**obj, "metadata": meta}
+
+
 def _interesting(old: dict | None, new: dict) -> bool:
     if old is None:
         return True
@@ -32,17 +53,21 @@ def _interesting(old: dict | None, new: dict) -> bool:
 
 
 class Informer:
-    def __init__(self, kube, namespace: str | None, on_change, watch_timeout: int = 300):
+    def __init__(
+        self, kube, namespace: str | None, on_change, watch_timeout: int = 300, page_size: int = PAGE_SIZE
+    ):
         self.kube = kube
         self.namespace = namespace
         self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
         self.watch_timeout = watch_timeout
+        self.page_size = page_size
         self.synced = threading.Event()
         self._cache = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watch = None
         self.relists = 0
+        self.list_pages = 0  # pages fetched by every list so far (a figure for the benchmarks)
 
     def get(self, key: str) -> dict | None:
         with self._lock:
@@ -59,6 +84,7 @@ class Informer:
 
     def store(self, obj: dict) -> None:
         """Record a newer version the controller itself wrote (keeps the cache ahead of the watch)."""
+        obj = trimmed(obj)
         key = key_of(obj)
         with self._lock:
             current = self._cache.get(key)
@@ -89,8 +115,8 @@ class Informer:
                 self._stop.wait(1.0)
 
     def _list(self) -> str:
-        listing = self.kube.list_proxies(self.namespace, _request_timeout=60)
-        items = {key_of(o): o for o in listing.get("items", [])}
+        objects, version = self._list_pages()
+        items = {key_of(o): o for o in objects}
         with self._lock:
             old = self._cache
             self._cache = items
@@ -101,7 +127,40 @@ class Informer:
         for key in set(old) - set(items):
             self.on_change(key)
         self.synced.set()
-        return (listing.get("metadata") or {}).get("resourceVersion")
+        return version
+
+    def _list_pages(self) -> tuple:
+        """Every Proxy (trimmed) and the list's resourceVersion, fetched ``page_size`` at a time.
+
+        Every page of one list is served from the first page's snapshot, so the first page's
+        resourceVersion is the list's. A continue token that expired (410) means the snapshot
+        was compacted away mid-list: start again with one unpaginated list, as client-go does.
+        """
+        objects: list = []
+        token, version = None, None
+        while True:
+            kwargs = {"limit": self.page_size, "_request_timeout": 60}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                page = self.kube.list_proxies(self.namespace, **kwargs)
+            except ApiException as exc:
+                if exc.status != 410 or not token:
+                    raise
+                log.info(
+                    "list continuation expired (410) after %d objects: listing without pages", len(objects)
+                )
+                page = self.kube.list_proxies(self.namespace, _request_timeout=60)
+                self.list_pages += 1
+                meta = page.get("metadata") or {}
+                return [trimmed(o) for o in page.get("items", [])], meta.get("resourceVersion")
+            self.list_pages += 1
+            meta = page.get("metadata") or {}
+            objects.extend(trimmed(o) for o in page.get("items", []))  # page by page: a low peak
+            version = version or meta.get("resourceVersion")
+            token = meta.get("continue")
+            if not token:
+                return objects, version
 
     def _watch_from(self, version: str) -> str:
         self._watch = watch.Watch()
@@ -125,6 +184,7 @@ class Informer:
             version = (obj.get("metadata") or {}).get("resourceVersion") or version
             if kind == "BOOKMARK":
                 continue
+            obj = trimmed(obj)
             key = key_of(obj)
             with self._lock:
                 old = self._cache.get(key)
