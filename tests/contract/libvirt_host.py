@@ -23,13 +23,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 
 import libvirt
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
-from contract import hypervisor_probe, leftovers, machine_lock, pids
+from contract import hypervisor_probe, leftovers, machine_lock, pids, readiness
 
 NAMESPACE_WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libvirt_namespace.sh")
 TEST_MARK = "egress-proxies test domain"
@@ -54,36 +53,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _wait_for(predicate, seconds: float, what: str, log: str = "") -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.05)
-    detail = ""
-    if log and os.path.exists(log):
-        with open(log, encoding="utf-8", errors="replace") as handle:
-            detail = handle.read()[-3000:]
-    raise RuntimeError("%s did not come up within %ss\n%s" % (what, seconds, detail))
-
-
-def _connectable_unix(path: str) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(path)
-            return True
-        except OSError:
-            return False
-
-
-def _connectable_tcp(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def _children(pid: int) -> list:
@@ -211,13 +180,13 @@ class LibvirtHost:
                 check=True,
                 timeout=60,
             )
-        _wait_for(lambda: pids.read_pid(pid_file) > 0 and ready(), seconds, name, log)
+        readiness.wait_for(lambda: pids.read_pid(pid_file) > 0 and ready(), seconds, name, log)
         return pids.read_pid(pid_file)
 
     def _start_virtlogd(self) -> None:
         socket_path = os.path.join(self.namespace_dir, "run", "virtlogd-sock")
         self._virtlogd_pid = self._daemon(
-            "virtlogd", ["virtlogd"], lambda: _connectable_unix(socket_path), 20
+            "virtlogd", ["virtlogd"], lambda: readiness.connectable_unix(socket_path), 20
         )
 
     def _start_libvirtd(self) -> None:
@@ -229,7 +198,7 @@ class LibvirtHost:
                 'log_outputs = "3:file:%s"\n' % (self.run_dir, os.path.join(self.base, "libvirtd.log"))
             )
         self._libvirtd_pid = self._daemon(
-            "libvirtd", ["libvirtd", "-f", conf], lambda: _connectable_unix(self.socket), 60
+            "libvirtd", ["libvirtd", "-f", conf], lambda: readiness.connectable_unix(self.socket), 60
         )
 
     def domain_log(self, name: str) -> str:
@@ -294,7 +263,7 @@ class LibvirtHost:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        _wait_for(lambda: _connectable_tcp(self.sshd_port), 20, "sshd", self.sshd_log)
+        readiness.wait_for(lambda: readiness.connectable_tcp(self.sshd_port), 20, "sshd", self.sshd_log)
 
     def stop_sshd(self) -> None:
         """Stop the listener and every session it forked (an established session would

@@ -18,8 +18,7 @@ import subprocess
 import libvirt
 import pytest
 
-from contract import leftovers, machine_lock, pids
-from contract.libvirt_host import _connectable_unix, _wait_for
+from contract import leftovers, machine_lock, pids, readiness
 
 SOCKET = "/run/libvirt/libvirt-sock"
 VIRTLOGD_SOCKET = "/run/libvirt/virtlogd-sock"
@@ -34,11 +33,12 @@ class SystemLibvirtd:
         machine_lock.acquire(on_first=leftovers.remove_crashed_sessions)
         try:
             for name, socket_path in (("virtlogd", VIRTLOGD_SOCKET), ("libvirtd", SOCKET)):
-                if _connectable_unix(socket_path):
+                if readiness.connectable_unix(socket_path):
                     continue
                 pid_file = "/run/%s.pid" % name
                 subprocess.run([name, "-d"], check=True, timeout=60, stdin=subprocess.DEVNULL)
-                _wait_for(lambda p=socket_path: _connectable_unix(p), 120, "the system " + name)
+                up = lambda p=socket_path: readiness.connectable_unix(p)  # noqa: E731
+                readiness.wait_for(up, 120, "the system " + name)
                 self.started.append(pids.read_pid(pid_file))
         except BaseException:
             self.stop()

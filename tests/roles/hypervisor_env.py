@@ -36,13 +36,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, ".venv", "collections")]
 
-from contract import hypervisor_probe, leftovers, machine_lock, pids  # noqa: E402
+from contract import hypervisor_probe, leftovers, machine_lock, pids, readiness  # noqa: E402
 from contract.libvirt_host import NAMESPACE_WRAPPER, SSHD, LibvirtHost, free_port, make_image  # noqa: E402
 from guest import build_image  # noqa: E402
 from guest import network as guest_network  # noqa: E402
@@ -50,15 +49,6 @@ from guest import network as guest_network  # noqa: E402
 POOL = "egress-molecule"
 IMAGES = ("base.qcow2", "guest.qcow2")  # served as /<name>
 HOST_NAME = "hv1"
-
-
-def _wait(predicate, seconds: float, what: str) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise RuntimeError("%s did not come up within %ss" % (what, seconds))
 
 
 def serve(directory: str, lock: bool) -> None:
@@ -158,7 +148,8 @@ def up(directory: str, in_process: bool = False) -> dict:
     if not in_process:
         leftovers.mark_owner(directory, helper.pid)
     # The lock may be held by another test session: wait as long as the libvirt fixtures would.
-    _wait(lambda: os.path.exists(os.path.join(directory, "serve.json")), 1800, "the libvirt test lock")
+    served = os.path.join(directory, "serve.json")
+    readiness.wait_for(lambda: os.path.exists(served), 1800, "the libvirt test lock")
     with open(os.path.join(directory, "serve.json"), encoding="utf-8") as handle:
         http_port = json.load(handle)["port"]
     # Under the lock now (the helper holds it): the guest network, left running for the scenarios.
@@ -201,7 +192,7 @@ def up(directory: str, in_process: bool = False) -> dict:
         )
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     subprocess.run([SSHD, "-f", conf, "-E", os.path.join(ssh, "sshd.log")], check=True)
-    _wait(lambda: pids.read_pid(os.path.join(directory, "sshd.pid")) > 0, 20, "sshd")
+    readiness.wait_for(lambda: pids.read_pid(os.path.join(directory, "sshd.pid")) > 0, 20, "sshd")
     env = {
         "MOLECULE_HV_DIR": directory,
         "MOLECULE_HV_SOCKET": os.path.join(run, "libvirt-sock"),
