@@ -13,7 +13,7 @@ import logging
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from . import api
+from . import api, events
 
 log = logging.getLogger("egress_proxies_controller.kube")
 
@@ -41,6 +41,7 @@ class Kube:
         self.core = client.CoreV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
         self.timeout = timeout
+        self.events = events.EventCorrelator()
 
     # -- Proxy objects -----------------------------------------------------------------
 
@@ -195,6 +196,48 @@ class Kube:
         kind: str = api.PROXY_KIND,
         api_version: str = "%s/%s" % (api.GROUP, api.VERSION),
     ) -> None:
+        """Record an Event on ``obj``; a repeat of the same Event counts into the one recorded
+        (events.py). Best effort: a failed Event never fails a reconcile."""
+        meta = obj["metadata"]
+        message = message[:1024]
+        involved = {
+            "kind": kind,
+            "namespace": meta["namespace"],
+            "name": meta["name"],
+            "uid": meta.get("uid"),
+        }
+        key = events.event_key(involved, event_type, reason, message, component)
+        try:
+            if self._count_repeat(key):
+                return
+            created = self._create_event(obj, event_type, reason, message, component, kind, api_version)
+            self.events.recorded(key, created.metadata.name, meta["namespace"], 1)
+        except Exception as exc:
+            log.warning("event %s on %s/%s not recorded: %s", reason, meta["namespace"], meta["name"], exc)
+
+    def _count_repeat(self, key: tuple) -> bool:
+        """Patch the count of the Event recorded for ``key``; False when there is none to patch."""
+        recorded = self.events.repeat_of(key)
+        if recorded is None:
+            return False
+        count = recorded.count + 1
+        now = datetime.datetime.now(datetime.UTC)
+        try:
+            self.core.patch_namespaced_event(
+                recorded.name,
+                recorded.namespace,
+                {"count": count, "lastTimestamp": now.isoformat().replace("+00:00", "Z")},
+                _request_timeout=self.timeout,
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            self.events.forget(key)  # expired or deleted: record a new one
+            return False
+        self.events.recorded(key, recorded.name, recorded.namespace, count)
+        return True
+
+    def _create_event(self, obj, event_type, reason, message, component, kind, api_version):
         meta = obj["metadata"]
         now = datetime.datetime.now(datetime.UTC)
         body = client.CoreV1Event(
@@ -208,7 +251,7 @@ class Kube:
                 resource_version=meta.get("resourceVersion"),
             ),
             reason=reason,
-            message=message[:1024],
+            message=message,
             type=event_type,
             first_timestamp=now,
             last_timestamp=now,
@@ -216,7 +259,4 @@ class Kube:
             source=client.V1EventSource(component=component),
             reporting_component=component,
         )
-        try:
-            self.core.create_namespaced_event(meta["namespace"], body, _request_timeout=self.timeout)
-        except Exception as exc:  # best effort: an Event never fails a reconcile
-            log.warning("event %s on %s/%s not recorded: %s", reason, meta["namespace"], meta["name"], exc)
+        return self.core.create_namespaced_event(meta["namespace"], body, _request_timeout=self.timeout)

@@ -489,7 +489,7 @@ CONTROLLER_RULES = {
     (GROUP, "providerhealths"): {"get", "list", "create", "delete"},
     (GROUP, "providerhealths/status"): {"update"},
     ("", "secrets"): {"get"},
-    ("", "events"): {"create"},
+    ("", "events"): {"create", "patch"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 KUBERNETES_PROVIDER_RULES = {
