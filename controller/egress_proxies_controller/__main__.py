@@ -212,7 +212,7 @@ def main(argv=None) -> int:
     metrics = metrics_mod.Metrics()
     api_client = kube_mod.load(args.kubeconfig, args.context)
     kube = kube_mod.Kube(api_client)
-    queue = WorkQueue(args.backoff_base, args.backoff_max)
+    queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
     state = {"leader": not args.leader_elect, "config": None}
 
@@ -277,6 +277,7 @@ def main(argv=None) -> int:
         heartbeat=elector.heartbeat if elector is not None else "",
         renew_deadline=args.renew_deadline,
     )
+    metrics.runs_in_flight.set_function(executor.runs_in_flight)
     renew_stop = threading.Event()  # set only once all work has drained
     if elector is not None:
 

@@ -394,6 +394,11 @@ class Executor:
         argv += [str(self.renew_deadline), self.run_log, self.identity]
         return subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL)
 
+    def runs_in_flight(self) -> int:
+        """Runs started whose processes may still live (the in-flight gauge)."""
+        with self._lock:
+            return len(self._running)
+
     def abort_all(self) -> None:
         """Cancel every run and kill its processes now (leadership lost: nothing may go on)."""
         self.cancel.set()

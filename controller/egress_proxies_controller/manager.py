@@ -57,6 +57,7 @@ class Manager:
         self.stop = threading.Event()
         self._slots = threading.Semaphore(runs_in_flight)
         self._held = {}  # key -> the batch (its key list) or run (its group) processing it
+        self._since = {}  # key -> when the queue handed it out (the reconcile-time metric)
         self._held_lock = threading.Lock()
         self.may_act = may_act
         self.drain_timeout = drain_timeout
@@ -101,8 +102,6 @@ class Manager:
             while not self.stop.is_set():
                 self.last_progress = time.monotonic()
                 self.reload_config()
-                if self.metrics is not None:
-                    self.metrics.queue_depth.set(len(self.queue))
                 if self.config.in_use is None:  # no good providers file yet: no provider calls
                     self.stop.wait(self.tick)
                     continue
@@ -113,8 +112,10 @@ class Manager:
                     self._slots.release()
                     continue
                 with self._held_lock:
+                    now = time.monotonic()
                     for key in keys:
                         self._held[key] = keys  # which batch holds the key, until it is let go
+                        self._since[key] = now
                 pool.submit(self._batch, keys)
         if not self.drain(self.drain_timeout):
             log.warning("runs still in flight after %.0fs: cancelling them", self.drain_timeout)
@@ -260,10 +261,13 @@ class Manager:
             return
         self._finish(key, step)
 
-    def _let_go(self, key: str) -> None:
+    def _let_go(self, key: str) -> float:
+        """Release ``key`` to the queue; returns the seconds since it was handed out."""
         with self._held_lock:
             self._held.pop(key, None)
+            since = self._since.pop(key, None)
         self.queue.done(key)
+        return time.monotonic() - since if since is not None else 0.0
 
     def _drop(self, key: str) -> None:
         self.queue.forget(key)
@@ -284,10 +288,12 @@ class Manager:
             os._exit(137)
 
     def _finish(self, key: str, step: rec.Step) -> None:
-        self._let_go(key)
-        outcome = "backoff" if step.backoff else "requeue" if step.requeue_after is not None else "done"
+        seconds = self._let_go(key)
         if self.metrics is not None:
-            self.metrics.reconciles.labels(outcome).inc()
+            result = (
+                "error" if step.backoff else "requeue_after" if step.requeue_after is not None else "success"
+            )
+            self.metrics.reconciled(result, seconds)
         if step.backoff:
             self.queue.add_rate_limited(key)
         elif step.requeue_after is not None:

@@ -7,10 +7,15 @@ module results; they become ``egress_proxies_provider_*`` series here.
 from __future__ import annotations
 
 import http.server
+import os
 import threading
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .queue_metrics import WorkQueueMetrics
+
+CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
 
 
 class Metrics:
@@ -41,14 +46,41 @@ class Metrics:
             registry=self.registry,
             buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
+        # controller-runtime's reconcile series; a "reconcile" here is one key's step, from
+        # being handed out by the queue until its outcome is applied.
         self.reconciles = Counter(
-            "egress_proxies_reconciles_total",
-            "Reconcile steps by outcome.",
-            ["outcome"],
+            "controller_runtime_reconcile_total",
+            "Total number of reconciliations per controller",
+            ["controller", "result"],
             registry=self.registry,
         )
-        self.queue_depth = Gauge(
-            "egress_proxies_workqueue_depth", "Keys waiting in the work queue.", registry=self.registry
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors_total",
+            "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=self.registry,
+        )
+        self.reconcile_seconds = Histogram(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            ["controller"],
+            registry=self.registry,
+            buckets=(0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300),
+        )
+        self.queue = WorkQueueMetrics(self.registry, CONTROLLER)
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...
+        ProcessCollector(registry=self.registry)
+        children = Gauge(
+            "egress_proxies_children_cpu_seconds_total",
+            "CPU seconds of the child processes the controller waited for (ansible-runner runs and "
+            "their modules); with process_cpu_seconds_total, what the controller costs in all.",
+            registry=self.registry,
+        )
+        children.set_function(lambda: os.times().children_user + os.times().children_system)
+        self.runs_in_flight = Gauge(
+            "egress_proxies_runner_runs_in_flight",
+            "ansible-runner runs started and not finished yet.",
+            registry=self.registry,
         )
         self.gc_deleted = Counter(
             "egress_proxies_gc_deleted_total", "Orphans deleted by GC.", ["provider"], registry=self.registry
@@ -106,6 +138,13 @@ class Metrics:
         provider, op = record.get("provider", ""), record.get("op", "")
         self.provider_ops.labels(provider, op, record.get("class", "")).inc()
         self.provider_seconds.labels(provider, op).observe(float(record.get("duration_seconds") or 0))
+
+    def reconciled(self, result: str, seconds: float) -> None:
+        """One key's step: ``result`` is success, error, requeue or requeue_after."""
+        self.reconciles.labels(CONTROLLER, result).inc()
+        if result == "error":
+            self.reconcile_errors.labels(CONTROLLER).inc()
+        self.reconcile_seconds.labels(CONTROLLER).observe(seconds)
 
     def runner_run(self, status: str, seconds: float) -> None:
         self.runner_runs.labels(status).inc()

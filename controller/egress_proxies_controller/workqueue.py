@@ -3,7 +3,8 @@
 The queue holds keys, never object snapshots. A key is in at most one of: waiting (due at a
 time), processing, or absent. Adding a key that is processing marks it dirty, so it runs again
 right after ``done`` instead of twice at once: one reconcile per key at a time. Errors requeue
-with per-key exponential backoff (``add_rate_limited``); ``forget`` resets it.
+with per-key exponential backoff (``add_rate_limited``); ``forget`` resets it. ``metrics``
+(queue_metrics.py) sees adds, depth, time in the queue, work duration and retries.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import heapq
 import threading
 import time
 
+from .queue_metrics import NoQueueMetrics
+
 
 class WorkQueue:
-    def __init__(self, base_delay: float = 1.0, max_delay: float = 300.0, clock=time.monotonic):
+    def __init__(self, base_delay: float = 1.0, max_delay: float = 300.0, clock=time.monotonic, metrics=None):
         self._lock = threading.Condition()
         self._due = {}  # key -> due time (waiting keys)
         self._heap = []  # (due, key), lazily cleaned
@@ -24,6 +27,7 @@ class WorkQueue:
         self._base, self._max = base_delay, max_delay
         self._clock = clock
         self._shutdown = False
+        self.metrics = metrics or NoQueueMetrics()
 
     def __len__(self) -> int:
         with self._lock:
@@ -34,6 +38,7 @@ class WorkQueue:
 
     def add_after(self, key: str, delay: float) -> None:
         with self._lock:
+            self.metrics.added()
             due = self._clock() + max(0.0, delay)
             if key in self._processing:
                 self._dirty[key] = min(due, self._dirty.get(key, due))
@@ -42,12 +47,14 @@ class WorkQueue:
                 return  # already due sooner
             self._due[key] = due
             heapq.heappush(self._heap, (due, key))
+            self.metrics.depth(len(self._due))
             self._lock.notify_all()
 
     def add_rate_limited(self, key: str) -> None:
         with self._lock:
             failures = self._failures.get(key, 0)
             self._failures[key] = failures + 1
+            self.metrics.retried()
         self.add_after(key, min(self._max, self._base * (2**failures)))
 
     def forget(self, key: str) -> None:
@@ -77,8 +84,11 @@ class WorkQueue:
                     heapq.heappop(self._heap)
                     del self._due[key]
                     self._processing.add(key)
+                    self.metrics.handed_out(now - due)
+                    self.metrics.started(key, now)
                     keys.append(key)
                 if keys:
+                    self.metrics.depth(len(self._due))
                     return keys
                 next_due = self._heap[0][0] if self._heap else end
                 timeout = min(end, next_due) - now
@@ -89,10 +99,12 @@ class WorkQueue:
     def done(self, key: str) -> None:
         with self._lock:
             self._processing.discard(key)
+            self.metrics.finished(key, self._clock())
             if key in self._dirty:
                 due = self._dirty.pop(key)
                 self._due[key] = due
                 heapq.heappush(self._heap, (due, key))
+                self.metrics.depth(len(self._due))
                 self._lock.notify_all()
 
     def shutdown(self) -> None:

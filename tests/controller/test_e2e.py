@@ -188,6 +188,16 @@ def test_local_proxy_becomes_ready_carries_traffic_and_is_cleaned_up(e2e, origin
     assert "Created" in reasons and "Ready" in reasons
     metrics = e2e.controller.metrics()
     assert 'egress_proxies_provider_operations_total{class="ok",op="create",provider="local"}' in metrics
+    for series in (  # controller-runtime's names, as dashboards for operators expect them
+        'workqueue_adds_total{name="proxy"}',
+        'workqueue_queue_duration_seconds_count{name="proxy"}',
+        'workqueue_longest_running_processor_seconds{name="proxy"}',
+        'controller_runtime_reconcile_total{controller="proxy",result="requeue_after"}',
+        "process_resident_memory_bytes",
+        "egress_proxies_children_cpu_seconds_total",
+        "egress_proxies_runner_runs_in_flight",
+    ):
+        assert series in metrics, series
     e2e.delete("web")
     e2e.wait_gone("web")
     assert e2e.instances() == []
