@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config_yaml, registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config_yaml, rate_limit, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import (
     check_dns_label,
     format_loc,
@@ -36,7 +36,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_comp
 
 ENV_PROVIDERS_FILE = "EGRESS_PROXIES_PROVIDERS_FILE"
 TOP_LEVEL_KEYS = ("installation", "providers")
-ENTRY_KEYS = ("name", "type")
+ENTRY_KEYS = ("name", "type", "rateLimit")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +44,7 @@ class ProviderSpec:
     name: str
     type: str
     block: object
+    rate_limit: object = None  # rate_limit.RateLimit, shared by every process on the host
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +164,9 @@ def _parse_entry(index: int, entry, problems: list):
         else:
             problems.append("%s.%s: unknown field" % (format_loc(here), label(key)))
         ok = False
+    limit = rate_limit.parse(entry.get("rateLimit"), "%s.rateLimit" % format_loc(here), problems)
+    if entry.get("rateLimit") is not None and limit is None:
+        ok = False
     if provider_type is None:
         return None
     raw_block = entry.get(provider_type.name)
@@ -176,7 +180,7 @@ def _parse_entry(index: int, entry, problems: list):
     except ValidationError as exc:
         problems.extend(format_validation_error(exc, (*here, provider_type.name)))
         return None
-    return ProviderSpec(name=name, type=provider_type.name, block=block) if ok else None
+    return ProviderSpec(name=name, type=provider_type.name, block=block, rate_limit=limit) if ok else None
 
 
 def load_file(path: str) -> ProvidersConfig:

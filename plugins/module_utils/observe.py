@@ -62,12 +62,16 @@ class _NullSpan:
         return False
 
 
-def _observe_call(op: str, provider: Provider, telemetry, func, *args, **kwargs):
+def _observe_call(op: str, provider: Provider, telemetry, func, *args, bucket=None):
+    """``func(*args)`` recorded and traced; its last argument is the call's deadline, which also
+    bounds the wait for a rate-limit token (``bucket``)."""
     start = time.monotonic()
     outcome = OK
     with _span(op, provider) as span:
         try:
-            return func(*args, **kwargs)
+            if bucket is not None:
+                bucket.acquire(op, args[-1])
+            return func(*args)
         except Exception as exc:
             outcome = errors.class_of(exc)
             if span is not None:
@@ -81,23 +85,27 @@ def _observe_call(op: str, provider: Provider, telemetry, func, *args, **kwargs)
 class ObservedProvider(Provider):
     """Delegates every contract method to ``inner``, recording and tracing each call."""
 
-    def __init__(self, inner: Provider, telemetry):
+    def __init__(self, inner: Provider, telemetry, bucket=None):
         super().__init__(inner.name, inner.installation)
         self.inner = inner
         self.type_name = inner.type_name
         self.telemetry = telemetry
+        self.bucket = bucket  # rate_limit.SharedTokenBucket, or None for no limit
+
+    def _call(self, op: str, func, *args):
+        return _observe_call(op, self.inner, self.telemetry, func, *args, bucket=self.bucket)
 
     def create(self, req, deadline):
-        return _observe_call("create", self.inner, self.telemetry, self.inner.create, req, deadline)
+        return self._call("create", self.inner.create, req, deadline)
 
     def get(self, provider_id, deadline):
-        return _observe_call("get", self.inner, self.telemetry, self.inner.get, provider_id, deadline)
+        return self._call("get", self.inner.get, provider_id, deadline)
 
     def delete(self, provider_id, deadline):
-        return _observe_call("delete", self.inner, self.telemetry, self.inner.delete, provider_id, deadline)
+        return self._call("delete", self.inner.delete, provider_id, deadline)
 
     def list_by_tag(self, deadline):
-        return _observe_call("list", self.inner, self.telemetry, self.inner.list_by_tag, deadline)
+        return self._call("list", self.inner.list_by_tag, deadline)
 
     def id_for(self, name, placement, namespace=""):
         return self.inner.id_for(name, placement, namespace)
@@ -120,8 +128,8 @@ class ObservedProvider(Provider):
         checker = self.checker
         if checker is None:
             return []
-        return _observe_call("check", self.inner, self.telemetry, checker.check, deadline)
+        return self._call("check", checker.check, deadline)
 
 
-def observed(inner: Provider, telemetry=None) -> ObservedProvider:
-    return ObservedProvider(inner, telemetry)
+def observed(inner: Provider, telemetry=None, bucket=None) -> ObservedProvider:
+    return ObservedProvider(inner, telemetry, bucket)

@@ -9,7 +9,7 @@ guarded import, so a missing SDK only fails the providers of that type, with a c
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import observe
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import observe, rate_limit
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     provider_type as gcp_type,
 )
@@ -35,7 +35,10 @@ def lookup(type_name: str):
 
 
 def build(spec, installation: str, telemetry=None):
-    """Construct the provider for one parsed ``ProviderSpec`` and wrap it for observation."""
+    """Construct the provider for one parsed ``ProviderSpec`` and wrap it for observation (and
+    its rate limit, when the spec has one)."""
     provider_type = _TYPES[spec.type]
     inner = provider_type.factory(spec.name, installation, spec.block)
-    return observe.observed(inner, telemetry)
+    limit = getattr(spec, "rate_limit", None)
+    bucket = rate_limit.SharedTokenBucket(limit, installation, spec.name) if limit is not None else None
+    return observe.observed(inner, telemetry, bucket)
