@@ -51,7 +51,9 @@ def setup(tmp_path):
     executor = Executor(
         str(tmp_path / "work"),
         str(path),
-        run_timeout=8,
+        # Long enough for ansible-playbook to start and reach the get on a loaded 2-core machine
+        # (8 s was not, beside other test sessions); the blocked get makes the run last this long.
+        run_timeout=20,
         call_timeout=600,
         collections_path=os.path.join(ROOT, ".venv", "collections"),
         identity="test",
