@@ -84,6 +84,14 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-max", type=int, default=500, help="most Proxies in one run")
     g.add_argument("--tick", type=float, default=1.0, help="seconds between looks at the queue")
     g.add_argument(
+        "--min-batch-interval",
+        type=float,
+        default=0.0,
+        help="seconds between the starts of two batches: due work gathers into fewer, larger runs "
+        "(each run costs an ansible-playbook start-up whatever it carries); the first batch after "
+        "an idle spell starts at once",
+    )
+    g.add_argument(
         "--run-timeout", type=float, default=300.0, help="seconds before a run is abandoned (Transient)"
     )
     g.add_argument("--call-timeout", type=float, default=120.0, help="seconds for one Proxy's provider calls")
@@ -338,6 +346,7 @@ def main(argv=None) -> int:
         runs_in_flight=args.runs_in_flight,
         batch_max=args.batch_max,
         tick=args.tick,
+        min_batch_interval=args.min_batch_interval,
         metrics=metrics,
         may_act=may_act,
         drain_timeout=args.drain_timeout,

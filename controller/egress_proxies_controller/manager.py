@@ -43,6 +43,7 @@ class Manager:
         runs_in_flight: int = 3,
         batch_max: int = 500,
         tick: float = 1.0,
+        min_batch_interval: float = 0.0,
         metrics=None,
         may_act=lambda: True,
         drain_timeout: float = 60.0,
@@ -53,6 +54,8 @@ class Manager:
         self.config = config  # providers_config.ProvidersConfig
         self.runs_in_flight = runs_in_flight
         self.batch_max, self.tick = batch_max, tick
+        self.min_batch_interval = min_batch_interval
+        self._last_batch = float("-inf")  # when the last batch was dispatched
         self.metrics = metrics
         self.stop = threading.Event()
         self._slots = threading.Semaphore(runs_in_flight)
@@ -107,10 +110,15 @@ class Manager:
                     continue
                 if not self._slots.acquire(timeout=self.tick):
                     continue
+                gather = self.min_batch_interval - (time.monotonic() - self._last_batch)
+                if gather > 0 and self.stop.wait(min(gather, self.min_batch_interval)):
+                    self._slots.release()
+                    continue  # stopping
                 keys = self.queue.pop_due(self.batch_max, self.tick)
                 if not keys:
                     self._slots.release()
                     continue
+                self._last_batch = time.monotonic()
                 with self._held_lock:
                     now = time.monotonic()
                     for key in keys:

@@ -1,0 +1,201 @@
+"""Benchmark: N Running Proxies held by the controller, what that costs per minute.
+
+Starts the test control plane with kwok, creates N Proxies on the kubernetes provider, waits
+until all are Ready, then holds them for ``--hold`` seconds with the Running poll at
+``--running-poll`` and measures, for each ``--min-batch-interval`` given:
+
+* controller CPU (its own plus every child it waited for: ansible-runner, ansible-playbook and
+  the modules) as cores on average over the hold, and peak RSS;
+* ansible-runner runs and Proxies polled per run during the hold;
+* how late polls were (the work queue's ``workqueue_queue_duration_seconds``: time a key waited
+  after it was due; the bucket bound that 99 % stayed under, and the largest bucket reached);
+* API server requests per second during the hold, by resource (from kube-apiserver's own
+  ``apiserver_request_total``; every client, the controller and its modules being the only busy
+  ones).
+
+Usage: .venv/bin/python bench/controller_steady.py [--count 1000] [--hold 120] [--running-poll 60]
+       [--intervals 0,5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import re
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
+
+from cluster import kube_testlib  # noqa: E402
+from cluster.kube_cluster import ControlPlane  # noqa: E402
+from controller_scale import cpu_seconds, peak_rss_mib, ready_count, runner_runs  # noqa: E402
+from kubernetes import client as k8s  # noqa: E402
+
+from controller import e2e_lib  # noqa: E402
+
+
+def histogram(metrics: str, name: str) -> list:
+    """[(le, cumulative count)] of one unlabelled-but-name histogram in a Prometheus text page."""
+    out = []
+    for le, value in re.findall(r'^%s_bucket\{le="([^"]+)",name="proxy"\} (\S+)$' % name, metrics, re.M):
+        out.append((float("inf") if le == "+Inf" else float(le), float(value)))
+    return sorted(out)
+
+
+def lateness(before: list, after: list) -> tuple:
+    """(bound 99 % of the hold's hand-outs stayed under, largest bucket bound reached)."""
+    delta = [(le, a - b) for (le, a), (_le, b) in zip(after, before, strict=True)]
+    total = delta[-1][1] if delta else 0
+    p99 = next((le for le, c in delta if c >= 0.99 * total), float("inf")) if total else 0.0
+    top = next((le for le, c in delta if c >= total), float("inf")) if total else 0.0
+    return p99, top, int(total)
+
+
+def api_requests(admin) -> dict:
+    text = admin.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False)[
+        0
+    ].data.decode()
+    out: dict = {}
+    for labels, value in re.findall(r"^apiserver_request_total\{([^}]*)\} (\S+)$", text, re.M):
+        resource = re.search(r'resource="([^"]*)"', labels)
+        key = resource.group(1) if resource else ""
+        out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
+def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: float, poll: float) -> dict:
+    namespace = kube_testlib.create_namespace(admin, prefix="steady")
+    custom = k8s.CustomObjectsApi(admin)
+    kubeconfig = e2e_lib.service_account_kubeconfig(
+        admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
+    )
+    providers = {
+        "installation": "steady-%s" % namespace[-6:],
+        "providers": [
+            {
+                "name": "k8s",
+                "type": "kubernetes",
+                "kubernetes": {
+                    "kubeconfig": kubeconfig,
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                },
+            }
+        ],
+    }
+    rundir = tempfile.mkdtemp(prefix="steady-%g-" % interval, dir=workdir)
+    proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
+    timing = [
+        "--provisioning-poll",
+        "2",
+        "--running-poll",
+        str(poll),
+        "--deletion-poll",
+        "2",
+        "--probe-interval",
+        "0",
+    ]
+    proc.start(extra_args=[*timing, "--min-batch-interval", str(interval), "--gc-interval", "0"])
+    try:
+        proc.wait_ready()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(
+                pool.map(
+                    lambda i: custom.create_namespaced_custom_object(
+                        "crawl.example.com",
+                        "v1alpha1",
+                        namespace,
+                        "proxies",
+                        e2e_lib.proxy_body("s%05d" % i, {"provider": "k8s"}),
+                    ),
+                    range(count),
+                )
+            )
+        kube_testlib.wait_for(
+            "all Ready", lambda: ready_count(custom, namespace) == count, timeout=1800, interval=2
+        )
+        print("  interval %g: %d Ready; holding %ds" % (interval, count, hold_seconds), flush=True)
+        metrics0 = proc.metrics()
+        cpu0, runs0, api0 = cpu_seconds(proc.proc.pid), runner_runs(metrics0), api_requests(admin)
+        queue0 = histogram(metrics0, "workqueue_queue_duration_seconds")
+        time.sleep(hold_seconds)
+        metrics1 = proc.metrics()
+        cpu1, runs1, api1 = cpu_seconds(proc.proc.pid), runner_runs(metrics1), api_requests(admin)
+        p99, top, handed = lateness(queue0, histogram(metrics1, "workqueue_queue_duration_seconds"))
+        rss = peak_rss_mib(proc.proc.pid)
+        proc.stop()
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()
+    rates = {k: (api1.get(k, 0) - api0.get(k, 0)) / hold_seconds for k in api1}
+    # The namespace stays Terminating (the Proxies keep their finalizer with no controller left);
+    # the plane goes at the end of the run, and kwok's node has room for every measured run.
+    kube_testlib.delete_namespace(admin, namespace)
+    return {
+        "interval": interval,
+        "cores": (cpu1 - cpu0) / hold_seconds,
+        "rss": rss,
+        "runs": runs1 - runs0,
+        "handed": handed,
+        "p99": p99,
+        "top": top,
+        "api": sum(rates.values()),
+        "api_top": sorted(((v, k) for k, v in rates.items() if v > 0.01), reverse=True)[:4],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--hold", type=float, default=120.0)
+    parser.add_argument("--running-poll", type=float, default=60.0)
+    parser.add_argument("--intervals", default="0,5")
+    args = parser.parse_args()
+    workdir = tempfile.mkdtemp(prefix="bench-steady-")
+    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=args.count * 2 + 100, pod_cidr_prefix=20)
+    plane.start()
+    rows = []
+    try:
+        admin = kube_testlib.api_client(plane.kubeconfig)
+        e2e_lib.install_api(admin)
+        e2e_lib.install_kubernetes_provider_rbac(admin)
+        for interval in (float(v) for v in args.intervals.split(",")):
+            rows.append(hold(admin, plane, workdir, args.count, interval, args.hold, args.running_poll))
+    finally:
+        plane.stop()
+    print(
+        "\n%d Running Proxies held %ds, Running poll %gs; command: bench/controller_steady.py %s"
+        % (args.count, args.hold, args.running_poll, " ".join(sys.argv[1:]))
+    )
+    print(
+        "| --min-batch-interval | CPU cores (with children) | peak RSS MiB | runner runs | keys per run "
+        "| poll late p99 / max (bucket) | API req/s | top resources req/s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            "| %g s | %.2f | %.0f | %d | %.0f | <= %gs / <= %gs | %.1f | %s |"
+            % (
+                r["interval"],
+                r["cores"],
+                r["rss"],
+                r["runs"],
+                r["handed"] / max(1, r["runs"]),
+                r["p99"],
+                r["top"],
+                r["api"],
+                ", ".join("%s %.1f" % (k or "-", v) for v, k in r["api_top"]),
+            )
+        )
+    if len(rows) > 1:
+        print(
+            "\nCPU ratio interval %g / %g: %.2fx"
+            % (rows[0]["interval"], rows[-1]["interval"], rows[0]["cores"] / max(1e-9, rows[-1]["cores"]))
+        )
+
+
+if __name__ == "__main__":
+    main()

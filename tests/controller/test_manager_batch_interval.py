@@ -1,0 +1,70 @@
+"""``--min-batch-interval`` (issue 18): due work that arrives while the last batch is younger
+than the interval gathers into one batch instead of one run each; the first batch after an idle
+spell starts at once. Runs the real Manager loop over the in-memory API of fake_cluster.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from egress_proxies_controller.manager import Manager
+
+from .fake_cluster import FakeExecutor, FakeKube, proxy_object
+from .test_manager_snapshots import manager, providers_file, running  # noqa: F401 (fixture)
+
+
+def run_loop(m: Manager):
+    thread = threading.Thread(target=m.run, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_for(predicate, seconds: float = 20.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError("condition not met")
+
+
+def batches_of(executor) -> list:
+    return [sorted(call) for call in executor.calls if any(a.op == "create" for a in call.values())]
+
+
+def test_work_due_within_the_interval_gathers_into_one_batch(providers_file):  # noqa: F811
+    kube = FakeKube()
+    executor = FakeExecutor(running)
+    m = manager(kube, executor, providers_file)
+    m.tick, m.min_batch_interval = 0.02, 3.0
+    kube.put(proxy_object(name="p1", uid="u1"))
+    m.queue.add("ns/p1")
+    thread = run_loop(m)
+    try:
+        wait_for(lambda: len(batches_of(executor)) == 1)  # the first batch after idle: at once
+        for i in (2, 3, 4):
+            kube.put(proxy_object(name="p%d" % i, uid="u%d" % i))
+            m.queue.add("ns/p%d" % i)
+            time.sleep(0.2)
+        wait_for(lambda: len(batches_of(executor)) == 2)
+        assert batches_of(executor) == [["ns/p1"], ["ns/p2", "ns/p3", "ns/p4"]]
+    finally:
+        m.stop.set()
+        thread.join(10)
+
+
+def test_without_an_interval_each_arrival_may_start_its_own_batch(providers_file):  # noqa: F811
+    kube = FakeKube()
+    executor = FakeExecutor(running)
+    m = manager(kube, executor, providers_file)
+    m.tick = 0.02
+    thread = run_loop(m)
+    try:
+        for i in (1, 2, 3):
+            kube.put(proxy_object(name="p%d" % i, uid="u%d" % i))
+            m.queue.add("ns/p%d" % i)
+            wait_for(lambda n=i: len(batches_of(executor)) == n)
+        assert batches_of(executor) == [["ns/p1"], ["ns/p2"], ["ns/p3"]]
+    finally:
+        m.stop.set()
+        thread.join(10)
