@@ -80,9 +80,13 @@ class Manager:
         self.executor.providers_file = self.config.in_use
         self.reconciler = Reconciler(self.settings, self.config.names)
         missing = {}
-        for key in self.informer.cache_keys():  # a provider may have appeared: release latched Proxies
-            self.queue.add(key)
+        changed = self.config.changed
+        for key in self.informer.cache_keys():
             proxy = Proxy.from_object(self.informer.get(key) or {})
+            # Only Proxies of a provider this version added (releases latched ones), removed or
+            # changed are planned again: 10,000 others need no run for a new provider's entry.
+            if proxy.spec.provider in changed or proxy.made_by in changed:
+                self.queue.add(key)
             if proxy.status.get("providerID") and proxy.made_by not in self.config.names:
                 missing[proxy.made_by] = missing.get(proxy.made_by, 0) + 1
         if missing != self.missing:

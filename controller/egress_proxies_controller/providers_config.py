@@ -13,6 +13,7 @@ taken by itself. Until a first good version exists, no provider call is made at 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -22,7 +23,22 @@ import yaml
 log = logging.getLogger("egress_proxies_controller.providers_config")
 
 TOP_LEVEL_KEYS = frozenset({"installation", "providers"})
-ENTRY_KEYS = frozenset({"name", "type"})
+ENTRY_KEYS = frozenset(
+    {"name", "type", "rateLimit"}
+)  # the modules' config.ENTRY_KEYS (a test keeps them equal)
+
+
+def entry_digests(data: bytes) -> dict:
+    """Provider name -> digest of everything its instances depend on in the file (its entry and
+    the installation): what tells which providers a new version changed."""
+    doc = yaml.safe_load(data.decode("utf-8")) or {}
+    installation = doc.get("installation")
+    return {
+        entry["name"]: hashlib.sha256(
+            json.dumps([installation, entry], sort_keys=True, default=str).encode()
+        ).hexdigest()
+        for entry in doc.get("providers") or []
+    }
 
 
 def check(data: bytes, path: str) -> tuple[list, str]:
@@ -73,6 +89,8 @@ class ProvidersConfig:
         self._validate = validate
         self._report = report or (lambda error: None)  # called once per new problem, "" when fixed
         self.names: list = []
+        self.digests: dict = {}  # provider name -> entry digest of the version in use
+        self.changed: set = set()  # providers the last refresh added, removed or changed
         self.in_use: str | None = None
         self.error = ""
         self._seen = None  # digest of the last version looked at
@@ -81,7 +99,8 @@ class ProvidersConfig:
             os.unlink(os.path.join(private_dir, stale))
 
     def refresh(self) -> bool:
-        """Look at the file; True when the configuration in use changed (re-plan everything)."""
+        """Look at the file; True when the configuration in use changed (``changed`` names the
+        providers whose Proxies must be planned again)."""
         problem = ""
         try:
             with open(self.path, "rb") as handle:
@@ -115,7 +134,9 @@ class ProvidersConfig:
             self._fail("; ".join(p.replace(candidate, self.path) for p in problems))
             return False
         # Earlier copies stay until the process ends: a run still in flight may read one.
-        self.in_use, self.names = candidate, names
+        digests = entry_digests(data)
+        self.changed = {n for n in set(digests) | set(self.digests) if digests.get(n) != self.digests.get(n)}
+        self.in_use, self.names, self.digests = candidate, names, digests
         log.info("providers file %s in use: providers %s", self.path, ", ".join(names) or "none")
         if self.error:
             self.error = ""

@@ -68,3 +68,18 @@ def test_without_an_interval_each_arrival_may_start_its_own_batch(providers_file
     finally:
         m.stop.set()
         thread.join(10)
+
+
+def test_a_new_providers_file_plans_again_only_the_proxies_of_providers_it_changed(providers_file):  # noqa: F811
+    """A providers-file change used to put every cached Proxy back in the queue (10,000 polls
+    for one new provider's entry); now only those of a provider added, removed or changed."""
+    kube = FakeKube()
+    for name, provider in (("a1", "local"), ("a2", "local"), ("b1", "other"), ("c1", "third")):
+        kube.put(proxy_object(name=name, uid="u-" + name, provider=provider))
+    m = manager(kube, FakeExecutor(running), providers_file)
+    while m.queue.pop_due(100, 0):  # empty the queue the first version filled
+        pass
+    with open(providers_file, "a", encoding="utf-8") as handle:
+        handle.write("  - {name: other, type: local}\n")  # 'other' added: b1 was latched on it
+    m.reload_config()
+    assert sorted(m.queue.pop_due(100, 0)) == ["ns/b1"]

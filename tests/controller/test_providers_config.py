@@ -92,3 +92,28 @@ def test_a_check_that_cannot_run_is_tried_again(files):
     config = ProvidersConfig(str(path), private, flaky)
     assert not config.refresh() and config.in_use is None and config.error == ""
     assert config.refresh() and config.in_use
+
+
+def test_the_entry_keys_are_the_modules_own():
+    """The controller's shape check and the modules' schema accept the same entry keys (a key
+    only the modules know, such as rateLimit, must not be refused by the controller)."""
+    from egress_proxies_controller import providers_config
+
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import config as module_config
+
+    assert frozenset(module_config.ENTRY_KEYS) == providers_config.ENTRY_KEYS
+    names, problem = check(b"providers:\n  - {name: a, type: local, rateLimit: {callsPerSecond: 5}}\n", "f")
+    assert (names, problem) == (["a"], "")
+
+
+def test_a_new_version_names_the_providers_it_changed(files):
+    path, private = files
+    path.write_bytes(GOOD)
+    config = ProvidersConfig(str(path), private, schema)
+    assert config.refresh() and config.changed == {"local", "b"}
+    path.write_bytes(GOOD + b"  - {name: c, type: local}\n")  # c added, the others as they were
+    assert config.refresh() and config.changed == {"c"}
+    path.write_bytes(GOOD.replace(b"/tmp/x", b"/tmp/y"))  # local's block changed, c removed
+    assert config.refresh() and config.changed == {"local", "c"}
+    path.write_bytes(GOOD.replace(b"/tmp/x", b"/tmp/y").replace(b"installation: t", b"installation: u"))
+    assert config.refresh() and config.changed == {"local", "b"}  # the installation: every provider
