@@ -148,7 +148,7 @@ def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--hold", type=float, default=120.0)
     parser.add_argument("--running-poll", type=float, default=60.0)

@@ -68,7 +68,7 @@ def create_proxies(admin, namespace: str, count: int) -> None:
         )
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        for done, _ in enumerate(pool.map(apply, range(count)), 1):
+        for done, _result in enumerate(pool.map(apply, range(count)), 1):
             if done % 500 == 0:
                 print("  created %d/%d" % (done, count), file=sys.stderr, flush=True)
 
@@ -103,7 +103,7 @@ def _unpaged(kube, namespace: str) -> tuple:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--page-size", type=int, default=informer_mod.PAGE_SIZE)
     args = parser.parse_args()

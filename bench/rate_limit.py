@@ -62,7 +62,7 @@ def burst(harness, tmp: str, processes: int, per_process: int, limit: dict | Non
     env = {"EGRESS_PROXIES_RATE_LIMIT_DIR": os.path.join(tmp, "buckets-%s" % uuid.uuid4().hex[:6])}
 
     def one(index: int):
-        items = [{"uid": str(uuid.uuid4()), "placement": PLACEMENT} for _ in range(per_process)]
+        items = [{"uid": str(uuid.uuid4()), "placement": PLACEMENT} for _item in range(per_process)]
         task = {
             "provider": "gcp",
             "instances": items,
@@ -108,7 +108,7 @@ def clean(harness) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--processes", type=int, default=3)
     parser.add_argument("--per-process", type=int, default=40)
     parser.add_argument("--rate", type=float, default=10.0)

@@ -37,8 +37,7 @@ class SystemLibvirtd:
                     continue
                 pid_file = "/run/%s.pid" % name
                 subprocess.run([name, "-d"], check=True, timeout=60, stdin=subprocess.DEVNULL)
-                up = lambda p=socket_path: readiness.connectable_unix(p)  # noqa: E731
-                readiness.wait_for(up, 120, "the system " + name)
+                readiness.wait_for(_listening(socket_path), 120, "the system " + name)
                 self.started.append(pids.read_pid(pid_file))
         except BaseException:
             self.stop()
@@ -73,3 +72,8 @@ def system_libvirtd():
         yield daemon
     finally:
         daemon.stop()
+
+
+def _listening(socket_path: str):
+    """A predicate: the daemon at ``socket_path`` accepts connections."""
+    return lambda: readiness.connectable_unix(socket_path)

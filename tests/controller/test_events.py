@@ -19,7 +19,7 @@ def recorded(admin, namespace: str) -> list:
 
 def test_a_repeated_event_is_one_event_with_a_count(kube_admin, kube_namespace):
     kube = Kube(kube_admin)
-    for _ in range(5):
+    for _repeat in range(5):
         kube.event(proxy(kube_namespace), "Warning", "CreateFailed", "quota exceeded", "test")
     kube.event(proxy(kube_namespace), "Warning", "CreateFailed", "another reason", "test")
     kube.event(proxy(kube_namespace), "Normal", "Ready", "quota exceeded", "test")

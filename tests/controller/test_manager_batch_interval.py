@@ -10,7 +10,7 @@ import time
 from egress_proxies_controller.manager import Manager
 
 from .fake_cluster import FakeExecutor, FakeKube, proxy_object
-from .test_manager_snapshots import manager, providers_file, running  # noqa: F401 (fixture)
+from .test_manager_snapshots import manager, running
 
 
 def run_loop(m: Manager):
@@ -32,7 +32,7 @@ def batches_of(executor) -> list:
     return [sorted(call) for call in executor.calls if any(a.op == "create" for a in call.values())]
 
 
-def test_work_due_within_the_interval_gathers_into_one_batch(providers_file):  # noqa: F811
+def test_work_due_within_the_interval_gathers_into_one_batch(providers_file):
     kube = FakeKube()
     executor = FakeExecutor(running)
     m = manager(kube, executor, providers_file)
@@ -53,7 +53,7 @@ def test_work_due_within_the_interval_gathers_into_one_batch(providers_file):  #
         thread.join(10)
 
 
-def test_without_an_interval_each_arrival_may_start_its_own_batch(providers_file):  # noqa: F811
+def test_without_an_interval_each_arrival_may_start_its_own_batch(providers_file):
     kube = FakeKube()
     executor = FakeExecutor(running)
     m = manager(kube, executor, providers_file)
@@ -70,7 +70,7 @@ def test_without_an_interval_each_arrival_may_start_its_own_batch(providers_file
         thread.join(10)
 
 
-def test_a_new_providers_file_plans_again_only_the_proxies_of_providers_it_changed(providers_file):  # noqa: F811
+def test_a_new_providers_file_plans_again_only_the_proxies_of_providers_it_changed(providers_file):
     """A providers-file change used to put every cached Proxy back in the queue (10,000 polls
     for one new provider's entry); now only those of a provider added, removed or changed."""
     kube = FakeKube()

@@ -39,13 +39,6 @@ def running(key, action, fields):
     )
 
 
-@pytest.fixture
-def providers_file(tmp_path):
-    path = tmp_path / "providers.yaml"
-    path.write_text("providers:\n  - {name: local, type: local}\n")
-    return str(path)
-
-
 def manager(kube, executor, providers_file, informer=None) -> Manager:
     queue = WorkQueue(0.01, 0.02)
     private = os.path.join(os.path.dirname(providers_file), "private")

@@ -66,10 +66,10 @@ def test_processes_share_one_bucket_and_never_exceed_it(tmp_path):
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     started = time.monotonic()
-    procs = [ctx.Process(target=_take_for, args=(str(tmp_path), 1.5, out)) for _ in range(3)]
+    procs = [ctx.Process(target=_take_for, args=(str(tmp_path), 1.5, out)) for _proc in range(3)]
     for proc in procs:
         proc.start()
-    taken = [out.get(timeout=30) for _ in procs]
+    taken = [out.get(timeout=30) for _proc in procs]
     for proc in procs:
         proc.join(10)
     elapsed = time.monotonic() - started
