@@ -30,7 +30,7 @@ def read_pins(path: str) -> tuple[str, dict[str, str]]:
             line = line.split("#")[0].strip()
             if not line:
                 continue
-            name, _, version = line.partition("==")
+            name, version = line.split("==", 1) if "==" in line else (line, "")
             if not version:
                 raise SystemExit("%s: %r is not NAME==VERSION" % (path, line))
             if name == "ansible":

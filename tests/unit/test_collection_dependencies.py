@@ -23,7 +23,7 @@ def _pins() -> dict:
         for line in handle:
             line = line.split("#")[0].strip()
             if line:
-                name, _, version = line.partition("==")
+                name, version = line.split("==", 1)
                 pins[name] = version
     return pins
 
