@@ -6,7 +6,9 @@ its ServiceAccount bound only by the shipped RBAC through a scenario that touche
 monitor creating and removing ProviderHealth objects, a providers-file problem reported on the
 Lease). Then every request the ServiceAccount made is read back from the audit log: none was
 refused, and the verbs it used are exactly what the roles grant, except ``proxies get``, used
-only to re-read an object after a write conflict (which a quiet test cannot force).
+only to re-read an object after a write conflict (which a quiet test cannot force). Every
+request carries the User-Agent ``egress-proxies-controller/<version>`` (the collection's
+version), and the metrics the build-info gauge with the same version.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from . import e2e_lib
 from .e2e_lib import GROUP
 from .test_e2e import E2E
 from .test_manifests import grants, one
+from .test_package import collection_version
 
 pytestmark = [pytest.mark.squid]
 SA_USER = "system:serviceaccount:%s:%s" % (e2e_lib.CONTROLLER_NS, e2e_lib.SA)
@@ -79,6 +82,12 @@ def used_verbs(audit_log: str) -> tuple[set, list]:
     return used, refused
 
 
+def user_agents(audit_log: str) -> set:
+    with open(audit_log) as handle:
+        events = [json.loads(line) for line in handle]
+    return {e.get("userAgent", "") for e in events if (e.get("user") or {}).get("username") == SA_USER}
+
+
 def granted_verbs() -> set:
     out = set()
     for rel, kind in (("rbac/cluster_role.yaml", "ClusterRole"), ("rbac/leader_election_role.yaml", "Role")):
@@ -130,6 +139,8 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
         kube_testlib.wait_for(
             "the problem reported", lambda: "providers_file_error 1.0" in env.controller.metrics(), 30
         )
+        build_info = 'egress_proxies_controller_build_info{version="%s"} 1.0' % collection_version()
+        assert build_info in env.controller.metrics()
         env.controller.write_providers(env.providers)
         env.delete("audited")
         env.wait_gone("audited")
@@ -141,6 +152,9 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
 
         for directory in (env.state_dir, env.state_dir + "-tiny"):
             _kill_squids(directory)
+    # Every request names the controller and its version (the collection's), as the API server's
+    # audit log and request metrics show it.
+    assert user_agents(plane.audit_log) == {"egress-proxies-controller/%s" % collection_version()}
     used, refused = used_verbs(plane.audit_log)
     assert refused == [], "requests the roles refused: %s" % refused
     granted = granted_verbs()
