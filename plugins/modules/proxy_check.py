@@ -104,7 +104,9 @@ providers:
                 "message": "Squid Cache: Version 5.7", "details": {"binary": "/usr/sbin/squid", "version": "5.7"}}]
       contains:
         target:
-          description: The target's name (C(squid) and C(stateDir) for local, the hypervisor's name for kvm/kvm2, C(compute) for gcp, C(apiserver) for kubernetes).
+          description:
+            - The target's name; C(squid) and C(stateDir) for local, the host's name for kvm/kvm2, C(project/<project>) for gcp,
+              C(apiserver) for kubernetes.
           type: str
           sample: squid
         address:

@@ -96,7 +96,7 @@ deleted:
     - {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
        "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
        "reason": "orphan"}
-  contains:
+  contains: &listed_fields
     id:
       description: Provider id, self-contained (location included); empty when none exists.
       type: str
@@ -134,7 +134,9 @@ deleted:
       type: str
       sample: local
     reason:
-      description: C(orphan) (its uid is not live).
+      description:
+        - Why the instance is in this list. In RV(deleted), RV(would_delete) and RV(remaining) always C(orphan) (its uid is not live).
+        - In RV(kept) one of C(empty-uid), C(other-installation), C(live) or C(younger-than-min-age).
       type: str
       sample: orphan
 would_delete:
@@ -146,47 +148,7 @@ would_delete:
     - {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
        "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
        "reason": "orphan"}
-  contains:
-    id:
-      description: Provider id, self-contained (location included); empty when none exists.
-      type: str
-      sample: local/proxy-a3k2m4n5p6q7r8s9
-    name:
-      description: Instance name (derived from the uid unless given).
-      type: str
-      sample: proxy-a3k2m4n5p6q7r8s9
-    uid:
-      description: Ownership mark read back from the backend (the owner's uid).
-      type: str
-      sample: 0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11
-    state:
-      description:
-        - C(Provisioning), C(Running), C(Stopped) or C(Terminated) as read from the backend.
-        - C(absent) when the instance does not exist (also in check mode for one that would be created).
-        - C(deleting) in check mode for an instance that would be deleted.
-        - Empty for an item that failed before its instance was read.
-      type: str
-      sample: Running
-    ip:
-      description: Address of the proxy; set only when Running.
-      type: str
-      sample: 127.88.0.1
-    created_at:
-      description: Creation time read back from the backend (ISO 8601), empty when unknown.
-      type: str
-      sample: "2026-12-01T16:17:31.943680+00:00"
-    installation:
-      description: The installation mark read back from the instance; empty when it does not exist.
-      type: str
-      sample: default
-    provider:
-      description: Configured provider name.
-      type: str
-      sample: local
-    reason:
-      description: C(orphan) (its uid is not live).
-      type: str
-      sample: orphan
+  contains: *listed_fields
 kept:
   description: Instances kept, each with its reason.
   returned: always
@@ -196,49 +158,11 @@ kept:
     - {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
        "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
        "reason": "live"}
-  contains:
-    id:
-      description: Provider id, self-contained (location included); empty when none exists.
-      type: str
-      sample: local/proxy-a3k2m4n5p6q7r8s9
-    name:
-      description: Instance name (derived from the uid unless given).
-      type: str
-      sample: proxy-a3k2m4n5p6q7r8s9
-    uid:
-      description: Ownership mark read back from the backend (the owner's uid).
-      type: str
-      sample: 0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11
-    state:
-      description:
-        - C(Provisioning), C(Running), C(Stopped) or C(Terminated) as read from the backend.
-        - C(absent) when the instance does not exist (also in check mode for one that would be created).
-        - C(deleting) in check mode for an instance that would be deleted.
-        - Empty for an item that failed before its instance was read.
-      type: str
-      sample: Running
-    ip:
-      description: Address of the proxy; set only when Running.
-      type: str
-      sample: 127.88.0.1
-    created_at:
-      description: Creation time read back from the backend (ISO 8601), empty when unknown.
-      type: str
-      sample: "2026-12-01T16:17:31.943680+00:00"
-    installation:
-      description: The installation mark read back from the instance; empty when it does not exist.
-      type: str
-      sample: default
-    provider:
-      description: Configured provider name.
-      type: str
-      sample: local
-    reason:
-      description: C(empty-uid), C(other-installation), C(live) or C(younger-than-min-age).
-      type: str
-      sample: orphan
+  contains: *listed_fields
 remaining:
-  description: Orphans whose delete failed; the task then fails with RV(incomplete=true). Each delete has its own O(timeout); deletes run O(concurrency) at a time.
+  description:
+    - Orphans whose delete failed; the task then fails with RV(incomplete=true).
+    - Each delete has its own O(timeout); deletes run O(concurrency) at a time.
   returned: always
   type: list
   elements: dict
@@ -246,47 +170,7 @@ remaining:
     - {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
        "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
        "reason": "orphan"}
-  contains:
-    id:
-      description: Provider id, self-contained (location included); empty when none exists.
-      type: str
-      sample: local/proxy-a3k2m4n5p6q7r8s9
-    name:
-      description: Instance name (derived from the uid unless given).
-      type: str
-      sample: proxy-a3k2m4n5p6q7r8s9
-    uid:
-      description: Ownership mark read back from the backend (the owner's uid).
-      type: str
-      sample: 0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11
-    state:
-      description:
-        - C(Provisioning), C(Running), C(Stopped) or C(Terminated) as read from the backend.
-        - C(absent) when the instance does not exist (also in check mode for one that would be created).
-        - C(deleting) in check mode for an instance that would be deleted.
-        - Empty for an item that failed before its instance was read.
-      type: str
-      sample: Running
-    ip:
-      description: Address of the proxy; set only when Running.
-      type: str
-      sample: 127.88.0.1
-    created_at:
-      description: Creation time read back from the backend (ISO 8601), empty when unknown.
-      type: str
-      sample: "2026-12-01T16:17:31.943680+00:00"
-    installation:
-      description: The installation mark read back from the instance; empty when it does not exist.
-      type: str
-      sample: default
-    provider:
-      description: Configured provider name.
-      type: str
-      sample: local
-    reason:
-      description: C(orphan) (its uid is not live).
-      type: str
-      sample: orphan
+  contains: *listed_fields
 incomplete:
   description: Whether some orphans could not be deleted (they are in RV(remaining)).
   returned: always

@@ -234,7 +234,7 @@ instance:
   sample: {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
     "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
     "changed": true, "failed": false}
-  contains:
+  contains: &instance_fields
     id:
       description: Provider id, self-contained (location included); empty when none exists.
       type: str
@@ -291,50 +291,7 @@ results:
     - {"id": "", "name": "proxy-s2ckf2mkzfbrtjqb", "uid": " bad", "provider": "local", "state": "", "changed": false, "failed": true,
        "error_class": "permanent", "msg": "instances[1].uid: ' bad' has leading or trailing whitespace"}
   contains:
-    id:
-      description: Provider id, self-contained (location included); empty when none exists.
-      type: str
-      sample: local/proxy-a3k2m4n5p6q7r8s9
-    name:
-      description: Instance name (derived from the uid unless given).
-      type: str
-      sample: proxy-a3k2m4n5p6q7r8s9
-    uid:
-      description: Ownership mark read back from the backend (the owner's uid).
-      type: str
-      sample: 0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11
-    state:
-      description:
-        - C(Provisioning), C(Running), C(Stopped) or C(Terminated) as read from the backend.
-        - C(absent) when the instance does not exist (also in check mode for one that would be created).
-        - C(deleting) in check mode for an instance that would be deleted.
-        - Empty for an item that failed before its instance was read.
-      type: str
-      sample: Running
-    ip:
-      description: Address of the proxy; set only when Running.
-      type: str
-      sample: 127.88.0.1
-    created_at:
-      description: Creation time read back from the backend (ISO 8601), empty when unknown.
-      type: str
-      sample: "2026-12-01T16:17:31.943680+00:00"
-    installation:
-      description: The installation mark read back from the instance; empty when it does not exist.
-      type: str
-      sample: default
-    provider:
-      description: Configured provider name.
-      type: str
-      sample: local
-    changed:
-      description: Whether this item's instance was (or, in check mode, would be) created or deleted.
-      type: bool
-      sample: true
-    failed:
-      description: Whether this item failed.
-      type: bool
-      sample: false
+    <<: *instance_fields
     error_class:
       description: On failure, C(not_found), C(quota_exceeded), C(transient) or C(permanent).
       type: str
