@@ -69,3 +69,8 @@ if [ "$(readlink "$link" 2>/dev/null)" != "$root" ]; then
   mkdir -p "$(dirname "$link")"
   ln -sfn "$root" "$link"
 fi
+
+# The collections the roles use (kubernetes.core, ansible.posix), pinned in hack/collections.txt
+# and copied out of the community `ansible` package's wheel (hack/install_collections.py): only
+# those, into the same collections path, and only when a pinned version is missing.
+"$venv/bin/python" "$root/hack/install_collections.py" "$root/hack/collections.txt" "$venv/collections"

@@ -17,6 +17,7 @@ import sys
 import threading
 
 from . import metrics as metrics_mod
+from . import version
 from .reconciler import Settings
 from .workqueue import WorkQueue
 
@@ -37,16 +38,6 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
-def package_version() -> str:
-    """The installed package's version (controller/pyproject.toml, = the collection's)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("egress-proxies-controller")
-    except metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never pip-installed
-        return "unknown (not installed: pip install ./controller)"
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m egress_proxies_controller",
@@ -54,7 +45,8 @@ def parser() -> argparse.ArgumentParser:
         "crawl.egress_proxies modules, run by ansible-runner in one batched run per provider per tick.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--version", action="version", version="egress-proxies-controller " + package_version())
+    announced = "%s %s" % (version.PRODUCT, version.package_version())
+    p.add_argument("--version", action="version", version=announced)
     g = p.add_argument_group("cluster")
     g.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when unset)")
     g.add_argument("--context", help="kubeconfig context")

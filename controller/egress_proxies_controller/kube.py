@@ -13,7 +13,7 @@ import logging
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from . import api, events
+from . import api, events, version
 
 log = logging.getLogger("egress_proxies_controller.kube")
 
@@ -25,13 +25,17 @@ class Conflict(Exception):
 
 
 def load(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+    """A client for the configured cluster that names itself egress-proxies-controller/<version>."""
     if kubeconfig or context:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
-    try:
-        config.load_incluster_config()
-    except config.ConfigException:
-        config.load_kube_config()
-    return client.ApiClient()
+        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+    else:
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+        api_client = client.ApiClient()
+    api_client.user_agent = version.user_agent()
+    return api_client
 
 
 class Kube:

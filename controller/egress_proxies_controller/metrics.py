@@ -13,6 +13,7 @@ import threading
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from . import version
 from .queue_metrics import WorkQueueMetrics
 
 CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
@@ -133,6 +134,14 @@ class Metrics:
         self.is_leader = Gauge(
             "egress_proxies_leader", "1 when this replica holds the lease.", registry=self.registry
         )
+        # Always 1; the version is the label, as Prometheus' *_build_info convention has it.
+        self.build_info = Gauge(
+            "egress_proxies_controller_build_info",
+            "The controller's version (the collection's and the image tag's).",
+            ["version"],
+            registry=self.registry,
+        )
+        self.build_info.labels(version.package_version()).set(1)
 
     def provider_call(self, record: dict) -> None:
         provider, op = record.get("provider", ""), record.get("op", "")

@@ -19,6 +19,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     batch,
     contract,
     errors,
+    instance_diff,
     names,
     ownership,
 )
@@ -255,6 +256,18 @@ def _stray_id(provider, item: Item) -> str:
     )
 
 
+def diff_of(item, result: dict):
+    """The ``--diff`` entry of one converged item, or ``None`` when it changed nothing."""
+    if isinstance(item, InvalidItem) or not result.get("changed"):
+        return None
+    side = instance_diff.side_of(
+        result.get("name") or item.name, item.provider, item.placement, item.port, result.get("id", "")
+    )
+    if item.state == STATE_PRESENT:
+        return instance_diff.appeared(side)
+    return instance_diff.disappeared(side)
+
+
 def run(pm) -> dict:
     """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
     isolate = pm.params.get("invalid_items") == "fail_item"
@@ -270,6 +283,12 @@ def run(pm) -> dict:
     changed = any(r.get("changed") for r in results)
     failed = [r for r in results if r.get("failed")]
     out = {"changed": changed}
+    if pm.diff_mode:
+        diffs = [d for d in (diff_of(i, r) for i, r in zip(items, results, strict=True)) if d is not None]
+        if pm.params.get("instances") is None:
+            out["diff"] = diffs[0] if diffs else {"before": {}, "after": {}}
+        else:
+            out["diff"] = diffs
     if pm.params.get("instances") is None:
         single = results[0]
         if single.get("failed"):

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc, live_uids, param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    gc,
+    instance_diff,
+    live_uids,
+    param_checks,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
@@ -73,6 +78,9 @@ def run(pm) -> dict:
         live_uid_source=source,
         min_age_seconds=min_age,
     )
+    if pm.diff_mode:
+        gone = report["would_delete"] if pm.check_mode else report["deleted"]
+        report["diff"] = [instance_diff.disappeared(instance_diff.listed_side(e)) for e in gone]
     if report["remaining"]:
         failures = [e for e in report["errors"] if e["id"]]
         report["failed_msg"] = "gc incomplete: %d of %d orphans could not be deleted (%s)" % (

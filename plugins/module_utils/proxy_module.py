@@ -81,6 +81,7 @@ class ProxyModule:
         self.params = self.module.params
         self.raw_params = getattr(self.module, "raw_params", self.params)
         self.check_mode = self.module.check_mode
+        self.diff_mode = bool(self.module._diff)  # --diff: runners add a before/after "diff"
         self.telemetry = Telemetry()
         self._providers = {}
         self._providers_lock = threading.Lock()  # batch items ask from many threads at once

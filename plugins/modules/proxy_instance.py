@@ -21,13 +21,34 @@ author:
   - egress-proxies maintainers (@crawl)
 extends_documentation_fragment:
   - crawl.egress_proxies.providers
+  - crawl.egress_proxies.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports what would be created or deleted; calls no mutating provider operation.
+    details: Reports what would be created or deleted; calls no mutating provider operation.
   diff_mode:
-    support: none
-    description: Results describe the instances; there is no before/after diff.
+    support: full
+    details:
+      - The instance that appears (created) or disappears (deleted), in check mode too, with
+        C(name), C(provider), C(id), C(placement) (the fields that are set) and C(port) as the task
+        gives them; the side where it does not exist is an empty mapping.
+      - The single form returns one C(before)/C(after) pair; the batch form a list, one per
+        item that changed. Cloud-init is never part of it.
+seealso:
+  - module: crawl.egress_proxies.proxy_info
+  - module: crawl.egress_proxies.proxy_gc
+  - module: crawl.egress_proxies.proxy_check
+  - plugin: crawl.egress_proxies.proxies
+    plugin_type: inventory
+  - name: Provider contract
+    description: What every provider guarantees (states, ownership, errors).
+    link: https://example.invalid/crawl/egress_proxies/blob/main/docs/contract.md
+  - name: Providers file
+    description: The schema of the providers file and of each provider type.
+    link: https://example.invalid/crawl/egress_proxies/blob/main/docs/configuration.md
+  - name: Playbooks
+    description: The ready playbooks and the proxy role built on this module.
+    link: https://example.invalid/crawl/egress_proxies/blob/main/docs/playbooks.md
 options:
   provider:
     description: Name of the configured provider (the C(name) of an entry of the providers file).
@@ -210,44 +231,115 @@ instance:
   description: The instance (single form). On failure, what is known of it (at least the id when one exists).
   returned: when O(instances) is not used
   type: dict
-  contains:
+  sample: {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
+    "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
+    "changed": true, "failed": false}
+  contains: &instance_fields
     id:
-      description: Provider id, self-contained (location included).
+      description: Provider id, self-contained (location included); empty when none exists.
       type: str
       sample: local/proxy-a3k2m4n5p6q7r8s9
     name:
-      description: Instance name.
+      description: Instance name (derived from the uid unless given).
       type: str
+      sample: proxy-a3k2m4n5p6q7r8s9
     uid:
-      description: Ownership mark read back from the backend.
+      description: Ownership mark read back from the backend (the owner's uid).
       type: str
+      sample: 0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11
     state:
-      description: C(Provisioning), C(Running), C(Stopped), C(Terminated), or C(absent).
+      description:
+        - C(Provisioning), C(Running), C(Stopped) or C(Terminated) as read from the backend.
+        - C(absent) when the instance does not exist (also in check mode for one that would be created).
+        - C(deleting) in check mode for an instance that would be deleted.
+        - Empty for an item that failed before its instance was read.
       type: str
+      sample: Running
     ip:
       description: Address of the proxy; set only when Running.
       type: str
+      sample: 127.88.0.1
     created_at:
       description: Creation time read back from the backend (ISO 8601), empty when unknown.
       type: str
+      sample: "2026-12-01T16:17:31.943680+00:00"
+    installation:
+      description: The installation mark read back from the instance; empty when it does not exist.
+      type: str
+      sample: default
     provider:
       description: Configured provider name.
       type: str
+      sample: local
+    changed:
+      description: Whether this instance was (or, in check mode, would be) created or deleted.
+      type: bool
+      sample: true
+    failed:
+      description: Whether this instance failed (the task then fails too).
+      type: bool
+      sample: false
 results:
-  description: One entry per item of O(instances), in order, with the keys of RV(instance) plus C(changed), C(failed), and on failure C(error_class) and C(msg).
+  description: One entry per item of O(instances), in order.
   returned: when O(instances) is used
   type: list
   elements: dict
+  sample:
+    - {"id": "local/proxy-a3k2m4n5p6q7r8s9", "name": "proxy-a3k2m4n5p6q7r8s9", "uid": "0f7c1a52-7d0e-4c55-9d1e-3b2f0c6a8e11",
+       "state": "Running", "ip": "127.88.0.1", "created_at": "2026-12-01T16:17:31.943680+00:00", "installation": "default", "provider": "local",
+          "changed": true, "failed": false}
+    - {"id": "", "name": "proxy-s2ckf2mkzfbrtjqb", "uid": " bad", "provider": "local", "state": "", "changed": false, "failed": true,
+       "error_class": "permanent", "msg": "instances[1].uid: ' bad' has leading or trailing whitespace"}
+  contains:
+    <<: *instance_fields
+    error_class:
+      description: On failure, C(not_found), C(quota_exceeded), C(transient) or C(permanent).
+      type: str
+      sample: permanent
+    msg:
+      description: On failure, what failed, naming the item's field.
+      type: str
+      sample: "instances[1].uid: ' bad' has leading or trailing whitespace"
 error_class:
-  description: Class of the failure.
+  description: Class of the failure, C(not_found), C(quota_exceeded), C(transient) (safe to retry) or C(permanent).
   returned: failure
   type: str
   sample: transient
 telemetry:
-  description: One record per provider call (op, provider, class, duration_seconds).
+  description: One record per provider call, which the controller turns into metrics.
   returned: always
   type: list
   elements: dict
+  sample: [{"op": "get", "provider": "local", "class": "ok", "duration_seconds": 0.0327}]
+  contains:
+    op:
+      description: The provider operation (C(get), C(list), C(create), C(delete), C(check)).
+      type: str
+      sample: get
+    provider:
+      description: Configured provider name.
+      type: str
+      sample: local
+    class:
+      description: C(ok) or the error class of the call (C(not_found), C(quota_exceeded), C(transient), C(permanent)).
+      type: str
+      sample: ok
+    duration_seconds:
+      description: How long the call took.
+      type: float
+      sample: 0.0327
+problems:
+  description: When the providers configuration is invalid, every problem found, each naming its path (nothing is touched then).
+  returned: failure, for an invalid providers configuration
+  type: list
+  elements: str
+  sample: ["providers[0].local.bogus: unknown field (allowed: addressRange, squidBinary, stateDir)"]
+debug_log:
+  description: At verbosity C(-vvv) and above, the provider's log lines of this run (never a secret).
+  returned: at -vvv, when the providers logged anything
+  type: list
+  elements: str
+  sample: ["DEBUG local: list 3 instances"]
 """
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import instances

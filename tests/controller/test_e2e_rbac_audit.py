@@ -7,7 +7,9 @@ monitor creating and removing ProviderHealth objects, the same providers-file pr
 twice on the Lease: one Event, its count patched). Then every request the ServiceAccount made
 is read back from the audit log: none was refused, and the verbs it used are exactly what the
 roles grant, except ``proxies get``, used only to re-read an object after a write conflict
-(which a quiet test cannot force).
+(which a quiet test cannot force). Every request carries the User-Agent
+``egress-proxies-controller/<version>`` (the collection's version), and the metrics the
+build-info gauge with the same version.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from . import e2e_lib
 from .e2e_lib import GROUP
 from .test_e2e import E2E
 from .test_manifests import grants, one
+from .test_package import collection_version
 
 pytestmark = [pytest.mark.squid]
 SA_USER = "system:serviceaccount:%s:%s" % (e2e_lib.CONTROLLER_NS, e2e_lib.SA)
@@ -78,6 +81,12 @@ def used_verbs(audit_log: str) -> tuple[set, list]:
                 refused.append(entry)
             used.add(entry)
     return used, refused
+
+
+def user_agents(audit_log: str) -> set:
+    with open(audit_log) as handle:
+        events = [json.loads(line) for line in handle]
+    return {e.get("userAgent", "") for e in events if (e.get("user") or {}).get("username") == SA_USER}
 
 
 def granted_verbs() -> set:
@@ -148,6 +157,8 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
             ),
             30,
         )
+        build_info = 'egress_proxies_controller_build_info{version="%s"} 1.0' % collection_version()
+        assert build_info in env.controller.metrics()
         env.delete("audited")
         env.wait_gone("audited")
         assert env.controller.stop() == 0
@@ -158,6 +169,9 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
 
         for directory in (env.state_dir, env.state_dir + "-tiny"):
             _kill_squids(directory)
+    # Every request names the controller and its version (the collection's), as the API server's
+    # audit log and request metrics show it.
+    assert user_agents(plane.audit_log) == {"egress-proxies-controller/%s" % collection_version()}
     used, refused = used_verbs(plane.audit_log)
     assert refused == [], "requests the roles refused: %s" % refused
     granted = granted_verbs()

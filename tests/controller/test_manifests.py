@@ -430,7 +430,9 @@ def test_deployment_command_probes_resources_env():
     spec = deployment()["spec"]
     assert spec["replicas"] == 1
     (container,) = spec["template"]["spec"]["containers"]
-    assert container["image"] == "egress-proxies-controller:latest"
+    with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as handle:
+        version = yaml.safe_load(handle)["version"]
+    assert container["image"] == "egress-proxies-controller:%s" % version  # the release, never :latest
     assert container["command"] == ["/usr/bin/tini", "--", "python", "-m", "egress_proxies_controller"]
     assert container["args"] == [
         "--providers-file=/etc/egress-proxies/providers.yaml",

@@ -54,6 +54,7 @@ def run_playbook(
     module_defaults=None,
     verbosity: int = 0,
     check: bool = False,
+    diff: bool = False,
     json_output: bool = True,
     env: dict | None = None,
     timeout: float = 600,
@@ -76,6 +77,8 @@ def run_playbook(
         argv.append("-" + "v" * verbosity)
     if check:
         argv.append("--check")
+    if diff:
+        argv.append("--diff")
     proc = subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=timeout, check=False)
     tasks_by_name = {}
     if json_output:

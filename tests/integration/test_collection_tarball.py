@@ -5,12 +5,16 @@ names), docs, the controller's manifests and the changelog (CHANGELOG.rst/.md an
 as collections ship it), and of tests only what ansible-test reads; the
 project's tooling (hack/, Makefile, lint and tool configs, molecule scenarios, the EE recipe),
 its test suites and the controller's code stay out (galaxy.yml ``build_ignore``). The installed
-tarball then works on its own: ansible-doc reads every plugin and the inventory plugin lists.
+tarball then works on its own beside the collections it declares (kubernetes.core, ansible.posix,
+which a user already has; here copied from the working tree's collections path, where
+hack/bootstrap.sh put the pinned versions): ansible-galaxy resolves them, ansible-doc reads
+every plugin and the inventory plugin lists.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -127,13 +131,24 @@ def test_the_tarball_ships_what_a_user_needs_and_nothing_else(tarball):
     ]
 
 
+DEPENDENCIES = ("kubernetes/core", "ansible/posix")
+
+
 def test_the_installed_tarball_works_on_its_own(tarball, tmp_path):
     collections = tmp_path / "collections"
+    for dependency in DEPENDENCIES:
+        shutil.copytree(
+            os.path.join(ROOT, ".venv", "collections", "ansible_collections", dependency),
+            collections / "ansible_collections" / dependency,
+        )
     env = {"ANSIBLE_COLLECTIONS_PATH": str(collections)}  # never the working tree's link
     install = cli.run(
         "ansible-galaxy", "collection", "install", "--force", "-p", str(collections), tarball, env=env
     )
     assert install.rc == 0, install.stdout + install.stderr
+    # The declared dependencies were resolved against the installed copies (no Galaxy here).
+    for name in ("kubernetes.core", "ansible.posix"):
+        assert "'%s:" % name in install.stdout and "is already installed" in install.stdout, install.stdout
     assert (collections / "ansible_collections" / "crawl" / "egress_proxies" / "MANIFEST.json").exists()
     doc = cli.run("ansible-doc", "-t", "inventory", "crawl.egress_proxies.proxies", env=env)
     assert doc.rc == 0, doc.stderr

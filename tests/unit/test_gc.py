@@ -205,6 +205,7 @@ class _PM:
     """The parts of ProxyModule that orphans.run uses."""
 
     check_mode = False
+    diff_mode = False
 
     def __init__(self, providers):
         self._providers = providers

@@ -1,0 +1,183 @@
+"""The kustomize install as a user runs it: every overlay renders (with ``kubectl kustomize``
+too where kubectl is installed, which must print the same objects), its image tag is the
+release's version and nothing anywhere says ``:latest``, the role applies exactly the files the
+kustomizations reference, and every rendered object is accepted by the real API server in a
+server-side dry run (schema, defaulting and admission; nothing is stored). The ServiceMonitor of
+the optional ``monitoring`` component needs the Prometheus Operator's CRD, which the test API
+server does not have: it is checked against the Service it selects instead.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.dynamic import DynamicClient
+
+from . import kustomize_render
+from .test_package import collection_version
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONFIG = os.path.join(ROOT, "controller", "config")
+NAMESPACE = "egress-proxies-system"
+OVERLAYS = ("default", "with-kubernetes-provider", "samples")
+IMAGE = "egress-proxies-controller"
+
+
+def key(obj: dict) -> tuple:
+    return (obj["apiVersion"], obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def with_component(component: str) -> list[dict]:
+    """An overlay of ``default`` plus a component, as a user writes it (in a temp dir)."""
+    return kustomize_render.render(os.path.join(CONFIG, "default")) + kustomize_render.render(
+        os.path.join(CONFIG, component)
+    )
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_kubectl_kustomize_renders_what_the_test_renderer_does(overlay):
+    ours = sorted(
+        (key(o), json.dumps(o, sort_keys=True))
+        for o in kustomize_render.render(os.path.join(CONFIG, overlay))
+    )
+    assert ours, overlay
+    kubectl = shutil.which("kubectl")
+    if kubectl:  # not installed by the project: checked where a machine has it
+        out = subprocess.run(
+            [kubectl, "kustomize", os.path.join(CONFIG, overlay)], capture_output=True, text=True, check=False
+        )
+        assert out.returncode == 0, out.stderr
+        theirs = sorted((key(o), json.dumps(o, sort_keys=True)) for o in yaml.safe_load_all(out.stdout) if o)
+        assert theirs == ours
+
+
+def test_the_image_tag_is_the_version_and_nothing_says_latest():
+    version = collection_version()
+    (deployment,) = [
+        o for o in kustomize_render.render(os.path.join(CONFIG, "default")) if o["kind"] == "Deployment"
+    ]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "%s:%s" % (IMAGE, version)
+    with open(os.path.join(ROOT, "roles", "controller", "defaults", "main.yml"), encoding="utf-8") as handle:
+        assert yaml.safe_load(handle)["controller_image"] == "%s:%s" % (IMAGE, version)
+    files = glob.glob(os.path.join(CONFIG, "**", "*.yaml"), recursive=True)
+    files += glob.glob(os.path.join(ROOT, "roles", "*", "defaults", "*.yml"))
+    files += [os.path.join(ROOT, "execution-environment.yml")]
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                assert ":latest" not in line and "newTag: latest" not in line, "%s:%d: %s" % (
+                    path,
+                    number,
+                    line,
+                )
+
+
+def test_the_role_applies_exactly_what_the_kustomizations_reference():
+    with open(os.path.join(ROOT, "roles", "controller", "vars", "main.yml"), encoding="utf-8") as handle:
+        role = yaml.safe_load(handle)
+    applied = role["controller_base_files"] + role["controller_kubernetes_provider_files"]
+    templated = [role["controller_configmap_file"], role["controller_deployment_file"]]
+    _objects, sources = kustomize_render.render_with_sources(os.path.join(CONFIG, "with-kubernetes-provider"))
+    referenced = [os.path.relpath(s, CONFIG) for s in sources]
+    assert sorted(applied + templated) == sorted(referenced)
+
+
+def test_the_optional_service_monitor_scrapes_the_metrics_service():
+    objects = with_component("monitoring")
+    (monitor,) = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    (service,) = [o for o in objects if o["kind"] == "Service"]
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["namespace"] == service["metadata"]["namespace"] == NAMESPACE
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [NAMESPACE]
+    labels = service["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    ports = {p["name"] for p in service["spec"]["ports"]}
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"] and "metrics" in ports
+    (default,) = kustomize_render._documents(os.path.join(CONFIG, "default", "kustomization.yaml"))
+    assert "components" not in default  # optional: not in the standard install
+
+
+def test_the_network_policy_admits_exactly_the_metrics_and_health_ports():
+    objects = kustomize_render.render(os.path.join(CONFIG, "default"))
+    (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (pdb,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    container_ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    assert admitted == container_ports == {"metrics", "health"}
+
+
+@pytest.fixture
+def dynamic(kube_admin):
+    core = k8s.CoreV1Api(kube_admin)
+    for namespace in (NAMESPACE, "default"):
+        try:
+            core.read_namespace(namespace)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
+            core.create_namespace({"metadata": {"name": namespace}})  # kept: other tests use it too
+    return DynamicClient(kube_admin)
+
+
+def dry_run_apply(dynamic, obj: dict) -> dict:
+    resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+    return resource.server_side_apply(
+        body=obj,
+        name=obj["metadata"]["name"],
+        namespace=obj["metadata"].get("namespace"),
+        field_manager="egress-proxies-kustomize-test",
+        force_conflicts=True,
+        dry_run="All",
+    ).to_dict()
+
+
+WORKLOAD = {"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "NetworkPolicy", "Service"}
+
+
+@pytest.mark.parametrize(
+    ("overlay", "kinds"),
+    [
+        ("default", WORKLOAD),
+        ("with-kubernetes-provider", WORKLOAD),
+        ("samples", {"Proxy", "Secret", "ConfigMap"}),
+    ],
+)
+def test_every_rendered_object_passes_a_server_side_dry_run(dynamic, overlay, kinds):
+    """The samples' Proxies are checked against the real Proxy CRD's schema (kube_admin installs it)."""
+    objects = kustomize_render.render(os.path.join(CONFIG, overlay))
+    for obj in objects:
+        stored = dry_run_apply(dynamic, obj)
+        assert key(stored) == key(obj)
+    assert kinds <= {o["kind"] for o in objects}
+
+
+def test_the_dry_run_refuses_what_the_schemas_refuse(dynamic):
+    # The check above could pass by accepting anything: a PodDisruptionBudget with both bounds is invalid.
+    (pdb,) = [
+        o
+        for o in kustomize_render.render(os.path.join(CONFIG, "default"))
+        if o["kind"] == "PodDisruptionBudget"
+    ]
+    pdb["spec"]["minAvailable"] = 1
+    with pytest.raises(Exception, match="minAvailable"):
+        dry_run_apply(dynamic, pdb)
+    (proxy,) = [
+        o
+        for o in kustomize_render.render(os.path.join(CONFIG, "samples"))
+        if o["metadata"]["name"] == "demo-local"
+    ]
+    proxy["spec"]["port"] = 70000
+    with pytest.raises(Exception, match="port"):
+        dry_run_apply(dynamic, proxy)

@@ -1,0 +1,82 @@
+"""What AWX does with a credential type when a job starts, for tests: validate the inputs
+against ``inputs``, then render ``injectors`` with Jinja2's immutable sandbox (as AWX does) in
+a namespace of the inputs plus ``tower.filename``. Each ``file`` template is written, mode 0600,
+into the job's private data directory (``env/``); ``template.<name>`` makes its path
+``tower.filename.<name>`` (a bare ``template``: ``tower.filename``), then ``env`` and
+``extra_vars`` are rendered with those paths.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import types
+
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+FIELD_TYPES = {"string", "boolean"}
+KINDS = {"cloud", "net"}
+INJECTOR_KEYS = {"file", "env", "extra_vars"}
+# Variables AWX refuses to let a credential type set (its own job environment).
+RESERVED_ENV = {"PATH", "PYTHONPATH", "VIRTUAL_ENV", "JOB_ID", "INVENTORY_ID", "AWX_HOST", "REST_API_TOKEN"}
+
+
+def problems(credential_type: dict) -> list[str]:
+    """What AWX's credential type validation would refuse."""
+    out = []
+    if credential_type.get("kind") not in KINDS:
+        out.append("kind: %r is not one of %s" % (credential_type.get("kind"), sorted(KINDS)))
+    fields = credential_type["inputs"]["fields"]
+    ids = [f["id"] for f in fields]
+    if len(set(ids)) != len(ids):
+        out.append("inputs.fields: duplicate ids")
+    for field in fields:
+        if field.get("type", "string") not in FIELD_TYPES or not field.get("label"):
+            out.append(
+                "inputs.fields.%s: needs a label and a type in %s" % (field["id"], sorted(FIELD_TYPES))
+            )
+    for required in credential_type["inputs"].get("required", []):
+        if required not in ids:
+            out.append("inputs.required: %s is not a field" % required)
+    injectors = credential_type["injectors"]
+    out += ["injectors.%s: unknown" % k for k in set(injectors) - INJECTOR_KEYS]
+    for label in injectors.get("file", {}):
+        if label != "template" and not label.startswith("template."):
+            out.append("injectors.file.%s: must be template or template.<name>" % label)
+    for name in injectors.get("env", {}):
+        if name in RESERVED_ENV or name.startswith("ANSIBLE_"):
+            out.append("injectors.env.%s: reserved" % name)
+    return out
+
+
+def inject(credential_type: dict, inputs: dict, private_data_dir: str) -> tuple[dict, dict, list]:
+    """(env, extra_vars, written files) of one credential of ``credential_type`` with ``inputs``."""
+    fields = {f["id"] for f in credential_type["inputs"]["fields"]}
+    missing = [r for r in credential_type["inputs"].get("required", []) if not inputs.get(r)]
+    unknown = set(inputs) - fields
+    if missing or unknown:
+        raise ValueError("inputs: missing %s, unknown %s" % (missing, sorted(unknown)))
+    sandbox = ImmutableSandboxedEnvironment()
+    tower = types.SimpleNamespace()
+    namespace = dict(inputs, tower=tower)
+    env_dir = os.path.join(private_data_dir, "env")
+    os.makedirs(env_dir, exist_ok=True)
+    written = []
+    for label, template in credential_type["injectors"].get("file", {}).items():
+        fd, path = tempfile.mkstemp(dir=env_dir)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(sandbox.from_string(template).render(**namespace))
+        os.chmod(path, 0o600)
+        written.append(path)
+        if "." not in label:
+            tower.filename = path
+        else:
+            if not hasattr(tower, "filename"):
+                tower.filename = types.SimpleNamespace()
+            setattr(tower.filename, label.split(".", 1)[1], path)
+    injectors = credential_type["injectors"]
+    env = {k: sandbox.from_string(v).render(**namespace) for k, v in injectors.get("env", {}).items()}
+    extra_vars = {
+        k: sandbox.from_string(v).render(**namespace) for k, v in injectors.get("extra_vars", {}).items()
+    }
+    return env, extra_vars, written
