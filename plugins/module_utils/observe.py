@@ -85,6 +85,7 @@ class ObservedProvider(Provider):
         super().__init__(inner.name, inner.installation)
         self.inner = inner
         self.type_name = inner.type_name
+        self.supports_auth = inner.supports_auth
         self.telemetry = telemetry
 
     def create(self, req, deadline):
@@ -98,6 +99,11 @@ class ObservedProvider(Provider):
 
     def list_by_tag(self, deadline):
         return _observe_call("list", self.inner, self.telemetry, self.inner.list_by_tag, deadline)
+
+    def sync_auth(self, provider_id, auth, deadline, apply=True):
+        return _observe_call(
+            "sync_auth", self.inner, self.telemetry, self.inner.sync_auth, provider_id, auth, deadline, apply
+        )
 
     def id_for(self, name, placement, namespace=""):
         return self.inner.id_for(name, placement, namespace)
