@@ -89,12 +89,14 @@ options:
   auth:
     description:
       - Basic authentication for the proxy, on top of the provider's allowed source ranges (a
-        client outside them is refused whatever it sends). Supported by the C(local) provider;
-        others refuse it before anything is touched (docs/auth.md).
+        client outside them is refused whatever it sends). Supported by the C(local) and
+        C(kubernetes) providers; C(gcp), C(kvm) and C(kvm2) refuse it before anything is touched
+        (docs/auth.md).
       - Only a salted SHA-512 crypt hash reaches the instance (Squid's C(basic_ncsa_auth) checks
         it); the password is never logged nor returned.
       - On an existing instance the credentials are rotated in place (C(changed=true)); omitting
-        O(auth) removes them. A client gets C(407) without valid credentials.
+        O(auth) removes them (C(kubernetes) cannot add or remove them on an existing Pod, which
+        needs a replacement). A client gets C(407) without valid credentials.
     type: dict
     suboptions:
       username:
