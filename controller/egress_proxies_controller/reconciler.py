@@ -22,7 +22,10 @@ Guarantees:
 * QuotaExceeded sets its condition and retries after ``quota_retry`` without counting as an
   error; everything else backs off (rate-limited requeue), and a failed poll keeps Ready;
 * while deleting, a Proxy without a providerID is looked up by name before it is released, and
-  the skip-cleanup annotation releases a Proxy whose cleanup keeps failing.
+  the skip-cleanup annotation releases a Proxy whose cleanup keeps failing;
+* with ``spec.auth`` the running poll is a create (present) carrying the Secret's credentials, so
+  a rotated Secret is applied in place; a Secret that cannot be used is CredentialsApplied=False
+  (SecretUnavailable), retried, never latched, and never lets an instance be created open.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class Converger:
                 )
             if existing.state in (contract.RUNNING, contract.PROVISIONING):
                 changed = False
-                if provider.supports_auth:  # credentials rotated (or added, or removed) since
+                if item.auth is not None and provider.supports_auth:  # rotated (or added) since
                     try:
                         changed = provider.sync_auth(
                             existing.id, item.auth, deadline, apply=not self.pm.check_mode

@@ -50,14 +50,14 @@ def _repeat(digest: bytes, length: int) -> bytes:
 def _encode(b2: int, b1: int, b0: int, chars: int) -> str:
     word = (b2 << 16) | (b1 << 8) | b0
     out = []
-    for _ in range(chars):
+    for _step in range(chars):
         out.append(ALPHABET[word & 0x3F])
         word >>= 6
     return "".join(out)
 
 
 def new_salt() -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(SALT_CHARS))
+    return "".join(secrets.choice(ALPHABET) for _char in range(SALT_CHARS))
 
 
 def hash_password(password: str, salt: str = "") -> str:

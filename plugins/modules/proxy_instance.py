@@ -94,9 +94,10 @@ options:
         (docs/auth.md).
       - Only a salted SHA-512 crypt hash reaches the instance (Squid's C(basic_ncsa_auth) checks
         it); the password is never logged nor returned.
-      - On an existing instance the credentials are rotated in place (C(changed=true)); omitting
-        O(auth) removes them (C(kubernetes) cannot add or remove them on an existing Pod, which
-        needs a replacement). A client gets C(407) without valid credentials.
+      - On an existing instance the credentials are rotated in place (C(changed=true)); the
+        C(kubernetes) provider cannot add them to a Pod created without them (a replacement).
+        Omitting O(auth) leaves an existing instance's credentials as they are; to remove them,
+        replace the instance. A client gets C(407) without valid credentials.
     type: dict
     suboptions:
       username:

@@ -18,11 +18,13 @@ import pytest
 from kubernetes import client as k8s
 from proxy_traffic import fetch_via, origin_server
 
-from . import e2e_lib
+from . import e2e_lib, test_e2e
 from .e2e_lib import condition
-from .test_e2e import controller_api, e2e  # noqa: F401 - fixtures: a controller on the test API server
 
 pytestmark = [pytest.mark.squid]
+
+controller_api = e2e_lib.controller_api
+e2e = test_e2e.e2e  # the fixture: a controller on the test API server
 
 IN_RANGE, OUT_OF_RANGE = "127.0.0.2", "127.0.0.3"
 
@@ -47,7 +49,7 @@ def _until(what: str, check, timeout: float = 60) -> None:
         time.sleep(0.3)
 
 
-def test_auth_from_a_secret_end_to_end(e2e):  # noqa: F811 - the imported fixture
+def test_auth_from_a_secret_end_to_end(e2e):
     first, second = "Sentinel-%s" % uuid.uuid4().hex, "Rotated-%s" % uuid.uuid4().hex
     core = k8s.CoreV1Api(e2e.admin)
     with origin_server() as origin:

@@ -78,10 +78,16 @@ def test_auth_through_the_module_with_rotation(tmp_path, ranged):
         assert rotate.rc == 0, rotate.stdout[-3000:]
         assert rotate["rotate"]["changed"] is True and rotate["rotate"]["instance"]["id"] == instance["id"]
         assert rotate["rotate again"]["changed"] is False
+        omitted = run_playbook(
+            tmp_path, [{"name": "no auth", PI: {"provider": "local", "uid": uid}}], module_defaults=ranged
+        )
+        assert omitted.rc == 0 and omitted["no auth"]["changed"] is False
+        assert [r["op"] for r in omitted["no auth"]["telemetry"]] == ["get"]  # never opened by omission
         assert _eventually(lambda: fetch_via(ip, 3128, origin, ALLOWED, ("crawler", rotated))[0] == 200)
         assert fetch_via(ip, 3128, origin, ALLOWED, ("crawler", SENTINEL))[0] == 407
+        assert fetch_via(ip, 3128, origin, ALLOWED)[0] == 407
 
-    output = _all_output([first, dry, rotate])
+    output = _all_output([first, dry, rotate, omitted])
     assert SENTINEL not in output
     state = tmp_path / "state" / "instances" / instance["name"]
     for path in state.rglob("*"):
@@ -91,7 +97,7 @@ def test_auth_through_the_module_with_rotation(tmp_path, ranged):
 
 def _eventually(check, tries: int = 100) -> bool:
     """Squid rereads its configuration after a rotation; wait for it (bounded), not time it."""
-    for _ in range(tries):
+    for _try in range(tries):
         try:
             if check():
                 return True

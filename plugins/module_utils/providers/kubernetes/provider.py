@@ -16,7 +16,6 @@ Pod (auth.py), rotated in place by ``sync_auth``.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import logging
 import threading
@@ -308,11 +307,13 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 raise authlib.refused(self.name, provider_id, refusal)
             if auth is None:
                 return False
-            req = dataclasses.replace(
-                contract.CreateRequest(name=name, uid=labels.get(names.LABEL_UID, ""), namespace=namespace),
-                auth=auth,
+            req = contract.CreateRequest(
+                name=name, uid=labels.get(names.LABEL_UID, ""), namespace=namespace, auth=auth
             )
-            timeout = lambda: self._timeout(deadline, "sync_auth")  # noqa: E731 - one closure, three calls
+
+            def timeout() -> float:
+                return self._timeout(deadline, "sync_auth")
+
             current = authlib.read(core, name, namespace, timeout)
             if current is not None and authlib.up_to_date(current, req, pod.metadata.uid):
                 return False

@@ -268,7 +268,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     % (req.name, existing.get(names.LABEL_UID, ""), req.uid),
                 )
             self._auth_helper(req.auth)
-            if existing is not None:
+            if existing is not None and req.auth is not None:
                 self.sync_auth(provider_id, req.auth, deadline)  # before a stopped Squid restarts
             if existing is None:
                 squid_user = self._squid_user()
