@@ -17,6 +17,9 @@ COND_QUOTA = "QuotaExceeded"
 COND_PERMANENT = "PermanentError"
 COND_HEALTHY = "Healthy"
 COND_PROVIDER_REACHABLE = "ProviderReachable"
+COND_CREDENTIALS = "CredentialsApplied"  # only on a Proxy with spec.auth
+
+REASON_SECRET_UNAVAILABLE = "SecretUnavailable"
 
 REASON_PROVIDER_NOT_CONFIGURED = "ProviderNotConfigured"
 REASON_OLD_PROVIDER_NOT_CONFIGURED = "OldProviderNotConfigured"

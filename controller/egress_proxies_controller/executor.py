@@ -175,8 +175,13 @@ class Executor:
                 if action.op == CREATE:
                     try:
                         item.update(cloud_init(key))
-                    except LookupError as exc:
-                        answers[key] = Answer(ok=False, error_class=TRANSIENT, message=str(exc))
+                    except LookupError as exc:  # a Secret it needs: that item only, retried
+                        answers[key] = Answer(
+                            ok=False,
+                            error_class=TRANSIENT,
+                            message=str(exc),
+                            reason=getattr(exc, "reason", ""),
+                        )
                         continue
                 instances.append(item)
                 instance_keys.append(key)

@@ -137,22 +137,30 @@ class Kube:
 
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         """A Secret's value; ``LookupError`` with a readable reason when it cannot be had."""
+        return self.secret_values(namespace, name, (key,))[key]
+
+    def secret_values(self, namespace: str, name: str, keys, what: str = "cloud-init") -> dict:
+        """Some keys of one Secret, read with one get (never list or watch: RBAC grants get
+        only); ``LookupError`` with a readable reason, never the content, when they cannot be had."""
         import base64
 
         try:
             secret = self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout)
         except ApiException as exc:
-            raise LookupError("cloud-init Secret %s/%s: %s" % (namespace, name, exc.reason)) from None
+            raise LookupError("%s Secret %s/%s: %s" % (what, namespace, name, exc.reason)) from None
         data = secret.data or {}
-        if key not in data:
-            raise LookupError("cloud-init Secret %s/%s has no key %r" % (namespace, name, key))
-        try:
-            return base64.b64decode(data[key]).decode("utf-8")
-        except (UnicodeDecodeError, ValueError):
-            raise LookupError(
-                "cloud-init Secret %s/%s key %r is not UTF-8 text (compressed or binary user-data is "
-                "not supported: store it as plain text)" % (namespace, name, key)
-            ) from None
+        out = {}
+        for key in keys:
+            if key not in data:
+                raise LookupError("%s Secret %s/%s has no key %r" % (what, namespace, name, key))
+            try:
+                out[key] = base64.b64decode(data[key]).decode("utf-8")
+            except (UnicodeDecodeError, ValueError):
+                raise LookupError(
+                    "%s Secret %s/%s key %r is not UTF-8 text (compressed or binary data is not "
+                    "supported: store it as plain text)" % (what, namespace, name, key)
+                ) from None
+        return out
 
     # -- cluster-scoped objects (ProviderHealth) -------------------------------------------
 

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 
+from . import auth_secret
 from . import kube as kube_mod
 from . import reconciler as rec
 from .reconciler import Proxy, Reconciler
@@ -366,6 +367,8 @@ class Manager:
                 "image": placement.get("image", ""),
             },
         }
+        if proxy.spec.auth_secret:
+            fields["auth"] = auth_secret.credentials(self.kube, proxy.namespace, proxy.spec.auth_secret)
         if proxy.spec.cloud_init_inline:
             fields["cloud_init"] = proxy.spec.cloud_init_inline
         elif proxy.spec.cloud_init_secret:

@@ -54,6 +54,7 @@ class Answer:
     instance: dict | None = None  # id, name, uid, state (or "absent"), ip, created_at
     error_class: str = ""
     message: str = ""
+    reason: str = ""  # why, when it is not the provider's answer (REASON_SECRET_UNAVAILABLE)
 
 
 @dataclasses.dataclass

@@ -2,7 +2,9 @@
 
 A probe is a TCP connect to ip:port and, when a probe URL is configured, an HTTP GET of that
 URL through the proxy; the result is ``Healthy`` (reasons ``Reachable``, ``ConnectionRefused``,
-``Timeout``, ``ProxyError``) and a latency histogram. Probes run concurrently with a bound, so a
+``Timeout``, ``ProxyError``, and ``ProxyAuthRequired`` for a 407: a Proxy with ``spec.auth`` is
+probed with its Secret's credentials, read once per round, so a 407 means they were refused or
+could not be read) and a latency histogram. Probes run concurrently with a bound, so a
 round of 1000 proxies fits in one interval on two cores (bench/probe_round.py). ``Ready`` means
 Running and Healthy: an unhealthy proxy's Ready turns False, and its key is queued so the
 reconciler reads the instance at once (a dead Squid reads as Stopped and is recreated).
@@ -10,6 +12,7 @@ reconciler reads the instance at once (a dead Squid reads as Stopped and is recr
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import dataclasses
 import http.client
@@ -18,11 +21,12 @@ import socket
 import time
 import urllib.parse
 
-from . import api, conditions
+from . import api, auth_secret, conditions
 from .loops import PeriodicLoop
 
 log = logging.getLogger("egress_proxies_controller.proxy_health")
 COND_HEALTHY = api.COND_HEALTHY
+REASON_AUTH_REQUIRED = "ProxyAuthRequired"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +37,14 @@ class ProbeResult:
     seconds: float
 
 
-def probe(ip: str, port: int, timeout: float, url: str = "") -> ProbeResult:
-    """TCP connect, then (with ``url``) one GET through the proxy; never raises."""
+def basic_header(credentials: dict) -> str:
+    token = ("%s:%s" % (credentials["username"], credentials["password"])).encode("utf-8")
+    return "Basic " + base64.b64encode(token).decode("ascii")
+
+
+def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str = "") -> ProbeResult:
+    """TCP connect, then (with ``url``) one GET through the proxy, sending ``authorization`` as
+    ``Proxy-Authorization`` when given; never raises, and never puts the header in a message."""
     started = time.monotonic()
     try:
         with socket.create_connection((ip, port), timeout=timeout):
@@ -59,7 +69,10 @@ def probe(ip: str, port: int, timeout: float, url: str = "") -> ProbeResult:
         host = urllib.parse.urlsplit(url).netloc
         conn = http.client.HTTPConnection(ip, port, timeout=timeout)
         try:
-            conn.request("GET", url, headers={"Host": host, "User-Agent": "egress-proxies-probe"})
+            headers = {"Host": host, "User-Agent": "egress-proxies-probe"}
+            if authorization:
+                headers["Proxy-Authorization"] = authorization
+            conn.request("GET", url, headers=headers)
             status = conn.getresponse().status
         except TimeoutError:
             return ProbeResult(
@@ -74,6 +87,14 @@ def probe(ip: str, port: int, timeout: float, url: str = "") -> ProbeResult:
             )
         finally:
             conn.close()
+        if status == 407:
+            why = "refused the credentials" if authorization else "asks for credentials and none were sent"
+            return ProbeResult(
+                False,
+                REASON_AUTH_REQUIRED,
+                "GET %s through the proxy answered 407: the proxy %s" % (url, why),
+                time.monotonic() - started,
+            )
         if status >= 400:
             return ProbeResult(
                 False,
@@ -133,19 +154,46 @@ class ProxyHealthEngine(PeriodicLoop):
                 continue
             status = obj.get("status") or {}
             if status.get("state") == "Running" and status.get("ip"):
-                out.append((key, status["ip"], int((obj.get("spec") or {}).get("port") or 3128)))
+                spec = obj.get("spec") or {}
+                secret = ((spec.get("auth") or {}).get("secretRef") or {}).get("name") or ""
+                out.append((key, status["ip"], int(spec.get("port") or 3128), secret))
+        return out
+
+    def _authorizations(self, targets: list) -> dict:
+        """``{(namespace, secret): header}`` for this round, each Secret read once (only with a
+        probe URL: a TCP connect needs no credentials). An unreadable one is left out: its
+        probe then gets the 407 that reports it."""
+        out = {}
+        if not self.url:
+            return out
+        for key, _ip, _port, secret in targets:
+            ref = (key.split("/", 1)[0], secret)
+            if not secret or ref in out:
+                continue
+            try:
+                out[ref] = basic_header(auth_secret.credentials(self.kube, *ref))
+            except LookupError as exc:
+                log.info("probe of %s without credentials: %s", key, exc)
+                out[ref] = ""
         return out
 
     def round(self) -> None:
         targets = self.targets()
         started = time.monotonic()
+        headers = self._authorizations(targets)
+
+        def one(target):
+            key, ip, port, secret = target
+            header = headers.get((key.split("/", 1)[0], secret), "") if secret else ""
+            return probe(ip, port, self.timeout, self.url, header)
+
         with concurrent.futures.ThreadPoolExecutor(
             max(1, min(self.concurrency, len(targets) or 1)), thread_name_prefix="probe"
         ) as pool:
-            results = list(pool.map(lambda t: probe(t[1], t[2], self.timeout, self.url), targets))
+            results = list(pool.map(one, targets))
         self.last_round_seconds = time.monotonic() - started
         self.metrics.probe_round_seconds.set(self.last_round_seconds)
-        for (key, _ip, _port), result in zip(targets, results, strict=True):
+        for (key, _ip, _port, _secret), result in zip(targets, results, strict=True):
             self.metrics.probe_seconds.labels("healthy" if result.healthy else "unhealthy").observe(
                 result.seconds
             )

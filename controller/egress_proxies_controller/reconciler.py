@@ -22,7 +22,10 @@ Guarantees:
 * QuotaExceeded sets its condition and retries after ``quota_retry`` without counting as an
   error; everything else backs off (rate-limited requeue), and a failed poll keeps Ready;
 * while deleting, a Proxy without a providerID is looked up by name before it is released, and
-  the skip-cleanup annotation releases a Proxy whose cleanup keeps failing.
+  the skip-cleanup annotation releases a Proxy whose cleanup keeps failing;
+* with ``spec.auth`` the running poll is a create (present) carrying the Secret's credentials, so
+  a rotated Secret is applied in place; a Secret that cannot be used is CredentialsApplied=False
+  (SecretUnavailable), retried, never latched, and never lets an instance be created open.
 """
 
 from __future__ import annotations
@@ -121,7 +124,10 @@ class Reconciler:
         elif status.get("state") in ("Stopped", "Terminated"):
             step.action = self._action(proxy, DELETE, PHASE_RECYCLE, proxy.made_by, provider_id)
         else:
-            step.action = self._action(proxy, GET, PHASE_POLL, proxy.made_by, provider_id)
+            # With auth, the poll is a present (get, then the credentials synced in place): how
+            # a rotated Secret reaches a running instance without a watch on Secrets.
+            op = CREATE if proxy.spec.auth_secret else GET
+            step.action = self._action(proxy, op, PHASE_POLL, proxy.made_by, provider_id)
         return step
 
     def _plan_replacement(self, proxy: Proxy, step: Step) -> Step:
@@ -198,6 +204,8 @@ class Reconciler:
 
     def _after_create(self, proxy, action, answer) -> Step:
         gen = self._generation(proxy, action)
+        if answer.reason == api.REASON_SECRET_UNAVAILABLE:
+            return self._secret_unavailable(proxy, answer, gen, ready=False)
         if not answer.ok:
             if answer.error_class == NOT_FOUND:  # NotFound inside create means "try again"
                 answer = Answer(ok=False, error_class=TRANSIENT, message=answer.message)
@@ -219,10 +227,21 @@ class Reconciler:
 
     def _after_poll(self, proxy, action, answer) -> Step:
         gen = self._generation(proxy, action)
+        if answer.reason == api.REASON_SECRET_UNAVAILABLE:  # it keeps serving its last credentials
+            return self._secret_unavailable(proxy, answer, gen, ready=None)
         if answer.ok and (answer.instance or {}).get("state") != "absent":
             status = dict(proxy.status)
             status.setdefault("provider", action.provider)
-            return self._observed(proxy, status, answer.instance, gen)
+            step = self._observed(proxy, status, answer.instance, gen)
+            if action.op == CREATE and (answer.instance or {}).get("changed"):
+                step.events.append(
+                    (
+                        "Normal",
+                        "CredentialsRotated",
+                        "credentials of %s updated in place" % action.provider_id,
+                    )
+                )
+            return step
         if _gone(answer):
             status = self._forget_instance(
                 proxy, "instance %s is gone; creating it again" % action.provider_id, gen
@@ -318,6 +337,35 @@ class Reconciler:
 
     # -- shared ------------------------------------------------------------------------
 
+    def _secret_unavailable(self, proxy: Proxy, answer: Answer, gen: int, ready) -> Step:
+        """CredentialsApplied=False, retried with backoff, never latched: the Secret may be
+        created or fixed later, which changes no generation. ``ready=False``: nothing serves
+        yet (a create); ``None``: Ready stays, the instance keeps its last credentials."""
+        status = dict(proxy.status)
+        now = self._now()
+        previous = conditions.find(status.get("conditions"), api.COND_CREDENTIALS) or {}
+        conds = conditions.set_condition(
+            status.get("conditions"),
+            api.COND_CREDENTIALS,
+            False,
+            api.REASON_SECRET_UNAVAILABLE,
+            answer.message,
+            gen,
+            now,
+        )
+        if ready is False:
+            conds = conditions.set_condition(
+                conds, api.COND_READY, False, api.REASON_SECRET_UNAVAILABLE, answer.message, gen, now
+            )
+        status.update(conditions=conds, observedGeneration=gen)
+        events = []
+        if (previous.get("reason"), previous.get("message")) != (
+            api.REASON_SECRET_UNAVAILABLE,
+            answer.message,
+        ):
+            events.append(("Warning", api.REASON_SECRET_UNAVAILABLE, answer.message))
+        return Step(status=status, backoff=True, events=events)
+
     @staticmethod
     def _on_transition(proxy: Proxy, reason: str, event: tuple) -> list:
         """``[event]`` when Ready's reason is not already ``reason``: one Event per transition."""
@@ -358,6 +406,11 @@ class Reconciler:
         conds = conditions.set_condition(conds, api.COND_QUOTA, False, "QuotaAvailable", "", gen, now)
         conds = conditions.set_condition(conds, api.COND_PERMANENT, False, "NoError", "", gen, now)
         conds = conditions.set_condition(conds, api.COND_PROVIDER_REACHABLE, True, "Answered", "", gen, now)
+        if proxy.spec.auth_secret:
+            message = "credentials of Secret %s applied" % proxy.spec.auth_secret
+            conds = conditions.set_condition(conds, api.COND_CREDENTIALS, True, "Applied", message, gen, now)
+        else:
+            conds = conditions.without(conds, api.COND_CREDENTIALS)
         step = Step()
         was_ready = conditions.is_true(proxy.status.get("conditions"), api.COND_READY)
         healthy = conditions.find(conds, api.COND_HEALTHY)

@@ -3,6 +3,9 @@
 The hash covers every spec field (ignored placement fields included, as the contract says: a
 change to any of them replaces the instance). A cloud-init Secret is hashed by reference (name
 and key), not by content: the controller never holds secret content longer than one create.
+The auth Secret is hashed by name too, and only when set, so a Proxy without auth keeps the
+hash it had before auth existed (an upgrade replaces nothing); its content is re-applied on
+every poll instead (docs/auth.md), which is how a rotated Secret reaches the instance.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class ProxySpec:
     cloud_init_inline: str = dataclasses.field(default="", repr=False)
     cloud_init_secret: tuple = ()  # (name, key) when cloudInit.secretRef is used
     port: int = DEFAULT_PORT
+    auth_secret: str = ""  # spec.auth.secretRef.name: a Secret with keys username and password
 
     @classmethod
     def from_object(cls, obj: dict) -> ProxySpec:
@@ -34,6 +38,7 @@ class ProxySpec:
             cloud_init_inline=cloud.get("inline") or "",
             cloud_init_secret=(ref.get("name", ""), ref.get("key", "")) if ref else (),
             port=int(spec.get("port") or DEFAULT_PORT),
+            auth_secret=((spec.get("auth") or {}).get("secretRef") or {}).get("name") or "",
         )
 
     def hash(self) -> str:
@@ -46,5 +51,7 @@ class ProxySpec:
             },
             "port": self.port,
         }
+        if self.auth_secret:
+            doc["auth"] = {"secretRef": self.auth_secret}
         canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -21,6 +21,13 @@ PLACEMENT_OPTIONS = {
     "image": {"type": "str"},
 }
 
+# Basic-auth credentials of one proxy (proxy_auth.py validates them): the password is no_log, so
+# Ansible masks it in every result, and it is never returned nor logged by the collection.
+AUTH_OPTIONS = {
+    "username": {"type": "str", "required": True},
+    "password": {"type": "str", "required": True, "no_log": True},
+}
+
 STATE_PRESENT = "present"
 STATE_ABSENT = "absent"
 
@@ -42,6 +49,7 @@ INSTANCE_OPTIONS = {
     "wait_timeout": {"type": "float"},
     "force": {"type": "bool"},
     "owner_reference": {"type": "bool"},
+    "auth": {"type": "dict", "options": AUTH_OPTIONS},
 }
 
 INSTANCE_DEFAULTS = {

@@ -63,9 +63,11 @@ class CreateRequest:
     cloud_init: str = dataclasses.field(default="", repr=False)
     port: int = 3128
     owner_reference: bool = False  # the owning Proxy (namespace, proxy_name, uid) may own it
+    auth: object = dataclasses.field(default=None, repr=False)  # proxy_auth.Auth, or None: ranges only
 
     def describe(self) -> dict:
-        """A loggable view: the cloud-init content is replaced by its byte count."""
+        """A loggable view: the cloud-init content is replaced by its byte count, and of the
+        credentials only whether there are any."""
         return {
             "name": self.name,
             "uid": self.uid,
@@ -75,6 +77,7 @@ class CreateRequest:
             "cloud_init_bytes": len(self.cloud_init.encode("utf-8")),
             "port": self.port,
             "owner_reference": self.owner_reference,
+            "auth": self.auth is not None,
         }
 
 
@@ -136,6 +139,7 @@ class Provider(abc.ABC):
     """
 
     type_name = ""
+    supports_auth = False  # whether create renders ``CreateRequest.auth`` (else it is refused)
 
     def __init__(self, name: str, installation: str):
         self.name = name
@@ -180,6 +184,16 @@ class Provider(abc.ABC):
         touches anything (one bad item changes nothing). ``None``: this provider cannot tell.
         """
         return None
+
+    def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
+        """Make an existing instance accept exactly ``auth`` (``None``: no credentials asked).
+
+        Returns whether it differed (and, with ``apply``, was changed in place). A provider
+        that can read and rewrite its instance's password file in place implements it (local,
+        kubernetes); where credentials are fixed at creation (user-data), it raises Permanent
+        saying the instance must be replaced. The default: no auth support, nothing to sync.
+        """
+        return False
 
     def close(self) -> None:
         """Release clients and connections at the end of a module run."""

@@ -18,7 +18,7 @@ PERMANENT = "permanent"
 
 CLASSES = (NOT_FOUND, QUOTA_EXCEEDED, TRANSIENT, PERMANENT)
 
-OPS = ("create", "get", "delete", "list", "check")
+OPS = ("create", "get", "delete", "list", "check", "sync_auth")
 
 
 class ProviderError(Exception):

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names, param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    contract,
+    names,
+    param_checks,
+    proxy_auth,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
     INSTANCE_DEFAULTS,
     INSTANCE_OPTIONS,
@@ -43,6 +48,7 @@ class Item:
     wait_timeout: float
     force: bool = False
     owner_reference: bool = False
+    auth: proxy_auth.Auth | None = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +157,7 @@ def _raw_problems(where: str, raw: dict) -> list:
         problems.append(param_checks.port(raw["port"], _field(where, "port")))
     if raw.get("wait_timeout") is not None:
         problems.append(param_checks.seconds(raw["wait_timeout"], _field(where, "wait_timeout")))
+    problems.extend(proxy_auth.problems(raw.get("auth"), _field(where, "auth")))
     return [p for p in problems if p]
 
 
@@ -209,7 +216,15 @@ def _item(index, where, values, raw, config, resolve, problems):
         wait_timeout=float(values["wait_timeout"]),
         force=bool(values["force"]),
         owner_reference=bool(values["owner_reference"]),
+        auth=proxy_auth.from_value(values.get("auth")),
     )
+    wants_auth = item.auth is not None and item.state == STATE_PRESENT and resolve is not None
+    if wants_auth and not resolve(provider).supports_auth:
+        problems.append(
+            "%s: provider %s (type %s) cannot render proxy authentication; see docs/auth.md"
+            % (_field(where, "auth"), provider, resolve(provider).type_name)
+        )
+        return None
     if item.state == STATE_PRESENT and resolve is not None:
         refusal = resolve(provider).check_request(request_of(item))
         if refusal:
@@ -229,6 +244,7 @@ def request_of(item: Item) -> contract.CreateRequest:
         cloud_init=item.cloud_init,
         port=item.port,
         owner_reference=item.owner_reference,
+        auth=item.auth,
     )
 
 

@@ -117,7 +117,15 @@ class Converger:
                     item, errors.permanent("create", provider.name, provider_id, refusal), provider_id
                 )
             if existing.state in (contract.RUNNING, contract.PROVISIONING):
-                return self._waited(provider, item, _result(item, False, existing), existing)
+                changed = False
+                if item.auth is not None and provider.supports_auth:  # rotated (or added) since
+                    try:
+                        changed = provider.sync_auth(
+                            existing.id, item.auth, deadline, apply=not self.pm.check_mode
+                        )
+                    except errors.ProviderError as exc:
+                        return failure(item, exc, existing.id)
+                return self._waited(provider, item, _result(item, changed, existing), existing)
         if self.pm.check_mode:
             return _result(item, True, existing, provider_id, ABSENT if existing is None else "")
         try:

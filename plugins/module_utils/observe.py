@@ -89,6 +89,7 @@ class ObservedProvider(Provider):
         super().__init__(inner.name, inner.installation)
         self.inner = inner
         self.type_name = inner.type_name
+        self.supports_auth = inner.supports_auth
         self.telemetry = telemetry
         self.bucket = bucket  # rate_limit.SharedTokenBucket, or None for no limit
 
@@ -106,6 +107,11 @@ class ObservedProvider(Provider):
 
     def list_by_tag(self, deadline):
         return self._call("list", self.inner.list_by_tag, deadline)
+
+    def sync_auth(self, provider_id, auth, deadline, apply=True):
+        return _observe_call(
+            "sync_auth", self.inner, self.telemetry, self.inner.sync_auth, provider_id, auth, deadline, apply
+        )
 
     def id_for(self, name, placement, namespace=""):
         return self.inner.id_for(name, placement, namespace)

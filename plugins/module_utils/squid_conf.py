@@ -12,6 +12,10 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 
+DEFAULT_AUTH_HELPER = "/usr/lib/squid/basic_ncsa_auth"  # Debian's and Ubuntu's squid package
+# How long Squid trusts a checked user and password before asking the helper again: after a
+# rotation the old password keeps working at most this long on connections that used it.
+AUTH_TTL = "1 minute"
 SAFE_PORTS = ("80", "21", "443", "70", "210", "1025-65535", "280", "488", "591", "777")
 
 
@@ -26,6 +30,9 @@ class SquidSettings:
     outgoing_address: str = ""  # source address of upstream connections: the proxy's egress IP
     coredump_dir: str = "/tmp"
     visible_hostname: str = "egress-proxy"
+    auth_file: str = ""  # the password file (``user:$6$hash``); empty: no authentication
+    auth_helper: str = DEFAULT_AUTH_HELPER
+    auth_realm: str = "egress-proxy"
 
 
 def render(settings: SquidSettings) -> str:
@@ -59,7 +66,24 @@ def render(settings: SquidSettings) -> str:
         "acl CONNECT method CONNECT",
         "http_access deny !Safe_ports",
         "http_access deny CONNECT !SSL_ports",
-        "http_access allow allowed_src",
-        "http_access deny all",
     ]
+    lines += _auth_lines(settings) if settings.auth_file else ["http_access allow allowed_src"]
+    lines.append("http_access deny all")
     return "\n".join(lines) + "\n"
+
+
+def _auth_lines(settings: SquidSettings) -> list:
+    """Out of range: 403 without a challenge; in range without valid credentials: 407."""
+    for value in (settings.auth_file, settings.auth_helper, settings.auth_realm):
+        if not value or any(ch.isspace() or not ch.isprintable() for ch in value):
+            raise ValueError("auth file, helper and realm must be single words, not %r" % (value,))
+    return [
+        "auth_param basic program %s %s" % (settings.auth_helper, settings.auth_file),
+        "auth_param basic children 2 startup=1 idle=1",
+        "auth_param basic realm %s" % settings.auth_realm,
+        "auth_param basic credentialsttl %s" % AUTH_TTL,
+        "acl authenticated proxy_auth REQUIRED",
+        "http_access deny !allowed_src",
+        "http_access deny !authenticated",
+        "http_access allow allowed_src authenticated",
+    ]

@@ -107,6 +107,30 @@ options:
   port:
     description: Port the proxy listens on. Defaults to C(3128).
     type: int
+  auth:
+    description:
+      - Basic authentication for the proxy, on top of the provider's allowed source ranges (a
+        client outside them is refused whatever it sends). Supported by the C(local) and
+        C(kubernetes) providers; C(gcp), C(kvm) and C(kvm2) refuse it before anything is touched
+        (docs/auth.md).
+      - Only a salted SHA-512 crypt hash reaches the instance (Squid's C(basic_ncsa_auth) checks
+        it); the password is never logged nor returned.
+      - On an existing instance the credentials are rotated in place (C(changed=true)); the
+        C(kubernetes) provider cannot add them to a Pod created without them (a replacement).
+        Omitting O(auth) leaves an existing instance's credentials as they are; to remove them,
+        replace the instance. A client gets C(407) without valid credentials.
+    type: dict
+    suboptions:
+      username:
+        description:
+          - User name, 1 to 64 characters, without C(:), whitespace or control characters.
+        type: str
+        required: true
+      password:
+        description:
+          - Password, 1 to 256 characters, without control characters (newline, NUL, tab).
+        type: str
+        required: true
   state:
     description: Whether the instance should exist. Defaults to C(present).
     type: str
@@ -184,6 +208,18 @@ options:
       port:
         description: See O(port).
         type: int
+      auth:
+        description: See O(auth).
+        type: dict
+        suboptions:
+          username:
+            description: User name.
+            type: str
+            required: true
+          password:
+            description: Password.
+            type: str
+            required: true
       state:
         description: See O(state).
         type: str
@@ -217,6 +253,15 @@ EXAMPLES = r"""
       - uid: fleet-a-1
       - uid: fleet-a-2
         port: 8080
+
+- name: A proxy that asks for credentials (rotated in place when they change)
+  crawl.egress_proxies.proxy_instance:
+    provider: local
+    uid: 6f1c7c1e-5d07-4a0e-9b0e-1b2f3c4d5e6f
+    auth:
+      username: crawler
+      password: "{{ vault_proxy_password }}"
+    wait: true
 
 - name: Remove a proxy by its provider id
   crawl.egress_proxies.proxy_instance:

@@ -5,6 +5,7 @@ deleted, the health check with and without its rights, and the namespace overrid
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import shutil
@@ -22,6 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import contra
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import parse_id
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
 from cluster import kube_testlib
 
 
@@ -304,3 +306,77 @@ def test_create_replaces_a_finished_pod_of_ours(backend, phase):
     finally:
         backend.provider.delete(provider_id, dl())
         wait_gone(backend.provider, provider_id)
+
+
+AUTH_SENTINEL = "Sentinel-K8s-Pw-%s" % uuid.uuid4().hex[:8]
+
+
+def _auth(password: str) -> Auth:
+    return Auth("crawler", password)
+
+
+def test_auth_is_a_mounted_secret_owned_like_the_config_map_and_rotated_in_place(backend, kube_admin):
+    """Against the real API server: the Secret holds the hash only, is marked and owned by the
+    Pod, is mounted group-readable for Squid, the squid.conf asks for it; a rotation updates it
+    in place (same Pod); adding or removing auth on a running Pod is refused; delete removes it;
+    a same-named Secret someone else made is never touched."""
+    core = k8s.CoreV1Api(kube_admin)
+    provider = backend.provider
+    req = backend.request(uid(), auth=_auth(AUTH_SENTINEL))
+    provider_id = provider.create(req, dl())
+    wait_state(provider, provider_id, contract.RUNNING)
+    namespace, name = parse_id(provider_id)
+    pod = backend.pod(provider_id)
+    secret = core.read_namespaced_secret(name, namespace)
+    assert [(r.kind, r.uid) for r in secret.metadata.owner_references] == [("Pod", pod.metadata.uid)]
+    assert secret.metadata.labels[names.LABEL_UID] == req.uid and names.is_managed(secret.metadata.labels)
+    line = base64.b64decode(secret.data["passwd"]).decode()
+    assert line.startswith("crawler:$6$") and req.auth.matches(line)
+    (volume,) = [v for v in pod.spec.volumes if v.name == "auth"]
+    assert (volume.secret.secret_name, volume.secret.default_mode) == (name, 0o440)
+    assert pod.spec.security_context.fs_group == 13
+    (squid,) = pod.spec.containers
+    assert [m.mount_path for m in squid.volume_mounts if m.name == "auth"] == ["/etc/squid-egress-auth"]
+    conf = core.read_namespaced_config_map(name, namespace).data["squid.conf"]
+    assert "auth_param basic program /usr/lib/squid/basic_ncsa_auth /etc/squid-egress-auth/passwd" in conf
+    assert "http_access deny !authenticated" in conf.splitlines()
+    _squid_parses(conf)
+
+    assert provider.create(req, dl()) == provider_id  # idempotent, nothing rewritten
+    assert (
+        core.read_namespaced_secret(name, namespace).metadata.resource_version
+        == secret.metadata.resource_version
+    )
+    assert provider.sync_auth(provider_id, req.auth, dl()) is False
+    rotated = _auth("Rotated-" + AUTH_SENTINEL)
+    assert provider.sync_auth(provider_id, rotated, dl(), apply=False) is True
+    assert req.auth.matches(
+        base64.b64decode(core.read_namespaced_secret(name, namespace).data["passwd"]).decode()
+    )
+    assert provider.sync_auth(provider_id, rotated, dl()) is True
+    assert rotated.matches(
+        base64.b64decode(core.read_namespaced_secret(name, namespace).data["passwd"]).decode()
+    )
+    assert backend.pod(provider_id).metadata.uid == pod.metadata.uid, "rotated in place"
+    assert provider.sync_auth(provider_id, rotated, dl()) is False
+    with pytest.raises(ProviderError, match="created with auth; removing it needs a replacement") as caught:
+        provider.sync_auth(provider_id, None, dl())
+    assert errors.class_of(caught.value) == errors.PERMANENT
+    output = backend.captured_output()
+    assert AUTH_SENTINEL not in output and "Rotated-" not in output
+
+    provider.delete(provider_id, dl())
+    wait_gone(provider, provider_id, timeout=60)
+    assert kube_testlib.wait_for("Secret removed", lambda: backend.leftovers(provider_id) == [], timeout=60)
+
+    plain = backend.request(uid())
+    plain_id = provider.create(plain, dl())
+    wait_state(provider, plain_id, contract.RUNNING)
+    with pytest.raises(ProviderError, match="created without auth; adding it needs a replacement"):
+        provider.sync_auth(plain_id, _auth(AUTH_SENTINEL), dl())
+    theirs = {"metadata": {"name": plain.name}, "stringData": {"passwd": "not ours"}}
+    core.create_namespaced_secret(namespace, theirs)
+    provider.delete(plain_id, dl())
+    wait_gone(provider, plain_id, timeout=60)
+    assert core.read_namespaced_secret(plain.name, namespace).string_data is None  # still there
+    core.delete_namespaced_secret(plain.name, namespace)

@@ -146,6 +146,7 @@ class KubernetesBackend:
         for kind, read in (
             ("pod", self.core.read_namespaced_pod),
             ("configmap", self.core.read_namespaced_config_map),
+            ("secret", self.core.read_namespaced_secret),
         ):
             try:
                 read(name, namespace)
@@ -156,11 +157,12 @@ class KubernetesBackend:
         return found
 
     def captured_output(self) -> str:
-        """Every Pod and ConfigMap of the namespace as the API server stores them, and the API
-        server's log."""
+        """Every Pod, ConfigMap and Secret of the namespace as the API server stores them, and
+        the API server's log."""
         pods = self.core.list_namespaced_pod(self.namespace)
         maps = self.core.list_namespaced_config_map(self.namespace)
-        dumped = [str(self.admin.sanitize_for_serialization(x)) for x in (pods, maps)]
+        secrets = self.core.list_namespaced_secret(self.namespace)
+        dumped = [str(self.admin.sanitize_for_serialization(x)) for x in (pods, maps, secrets)]
         return "\n".join(dumped) + "\n" + self.cluster.tail("kube-apiserver", 100000)
 
     def teardown(self) -> None:

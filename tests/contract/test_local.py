@@ -5,8 +5,6 @@ resumed by create, and a reused pid is never mistaken for (or killed as) an inst
 from __future__ import annotations
 
 import contextlib
-import http.client
-import http.server
 import ipaddress
 import json
 import os
@@ -18,6 +16,7 @@ import time
 import uuid
 
 import pytest
+from proxy_traffic import fetch_via, origin_server
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
@@ -40,41 +39,10 @@ class TestLocalContract(ContractSuite):
     """Every contract rule, against real Squid processes."""
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello %s" % self.path).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def origin():
-    """A tiny HTTP server on loopback, the target behind the proxy."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
-
-
-def _fetch_via(proxy_ip: str, proxy_port: int, origin, source: str = "127.0.0.1"):
-    """One GET sent *to the proxy's address only*: a reply from origin proves Squid forwarded it."""
-    conn = http.client.HTTPConnection(proxy_ip, proxy_port, timeout=10, source_address=(source, 0))
-    try:
-        conn.request("GET", "http://%s:%d/via-proxy" % origin)
-        response = conn.getresponse()
-        return response.status, response.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
+    with origin_server() as address:
+        yield address
 
 
 def test_instance_proxies_http_and_serves_only_allowed_sources(backend, origin):
@@ -90,9 +58,9 @@ def test_instance_proxies_http_and_serves_only_allowed_sources(backend, origin):
         assert "http_access allow all" not in conf.splitlines()
         assert "http_access deny all" in conf.splitlines()
         assert "127.0.0.2/32" in conf
-        status, body = _fetch_via(running.ip, req.port, origin, source="127.0.0.2")
+        status, body = fetch_via(running.ip, req.port, origin, source="127.0.0.2")
         assert (status, body) == (200, "hello /via-proxy")
-        status, body = _fetch_via(running.ip, req.port, origin, source="127.0.0.3")
+        status, body = fetch_via(running.ip, req.port, origin, source="127.0.0.3")
         assert status == 403, body
 
 

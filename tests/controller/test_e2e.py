@@ -395,6 +395,11 @@ def test_crash_during_deletion_still_releases(e2e):
             "cloudInit",
         ),
         ({"provider": "local", "colour": "blue"}, "colour"),
+        ({"provider": "local", "auth": {}}, "secretRef"),
+        ({"provider": "local", "auth": {"secretRef": {}}}, "name"),
+        ({"provider": "local", "auth": {"secretRef": {"name": "Not_A_Name"}}}, "spec.auth.secretRef.name"),
+        ({"provider": "local", "auth": {"secretRef": {"name": "a", "key": "b"}}}, "key"),
+        ({"provider": "local", "auth": {"secretRef": {"name": "a"}, "username": "x"}}, "username"),
     ],
 )
 def test_invalid_proxies_are_rejected_by_the_api_server(controller_api, kube_namespace, spec, field):

@@ -222,3 +222,56 @@ def test_batch_of_twenty(tmp_path, k8s_env):
     assert all(r["state"] == "Running" and not r["failed"] for r in results)
     assert len({r["ip"] for r in results}) == 20
     assert all(r["state"] == "absent" for r in run["delete"]["results"])
+
+
+def test_auth_through_the_modules_rotates_the_secret_and_never_prints_the_password(
+    tmp_path, k8s_env, kube_admin
+):
+    uid = str(uuid.uuid4())
+    ns = k8s_env["namespace"]
+    first, second = "Sentinel-%s" % uuid.uuid4().hex, "Rotated-%s" % uuid.uuid4().hex
+
+    def task(name: str, password: str) -> dict:
+        auth = {"username": "crawler", "password": password}
+        return {
+            "name": name,
+            PI: {"provider": "k8s", "uid": uid, "namespace": ns, "auth": auth, "wait": True},
+        }
+
+    run = run_playbook(
+        tmp_path,
+        [task("create", first), task("again", first), task("rotate", second)],
+        module_defaults=k8s_env["defaults"],
+        verbosity=4,
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    assert run["create"]["changed"] is True and run["create"]["instance"]["state"] == "Running"
+    assert run["again"]["changed"] is False
+    assert run["rotate"]["changed"] is True
+    assert run["rotate"]["instance"]["id"] == run["create"]["instance"]["id"]
+    name = run["create"]["instance"]["name"]
+    core = k8s.CoreV1Api(kube_admin)
+    secret = core.read_namespaced_secret(name, ns)
+    assert secret.metadata.labels["proxy-operator-uid"] == uid
+    dumped = str(kube_admin.sanitize_for_serialization(secret)) + str(
+        kube_admin.sanitize_for_serialization(core.read_namespaced_config_map(name, ns))
+    )
+    for password in (first, second):
+        assert password not in run.stdout + run.stderr
+        assert password not in dumped
+    gone = run_playbook(
+        tmp_path,
+        [
+            {
+                "name": "delete",
+                PI: {"provider": "k8s", "uid": uid, "namespace": ns, "state": "absent", "wait": True},
+            }
+        ],
+        module_defaults=k8s_env["defaults"],
+    )
+    assert gone.rc == 0, gone.stdout[-3000:]
+    kube_testlib.wait_for(
+        "Secret gone",
+        lambda: not core.list_namespaced_secret(ns, field_selector="metadata.name=%s" % name).items,
+        60,
+    )

@@ -76,3 +76,44 @@ def test_isolate_marks_every_item_of_a_duplicate_group_and_keeps_the_rest(conf):
     )
     assert [type(i) for i in items] == [InvalidItem, Item, InvalidItem]
     assert "contradicts" in items[0].message and "instances[0], instances[2]" in items[2].message
+
+
+AUTH = {"username": "crawler", "password": "pw-secret-1"}
+
+
+def test_auth_becomes_the_request_auth_and_batch_items_inherit_it(conf):
+    (item,) = _items(conf, uid="x", auth=AUTH)
+    assert item.auth.username == "crawler" and item.auth.password == "pw-secret-1"
+    assert "pw-secret-1" not in repr(item)
+    first, second = _items(
+        conf, auth=AUTH, instances=[{"uid": "a"}, {"uid": "b", "auth": dict(AUTH, username="o")}]
+    )
+    assert first.auth.username == "crawler" and second.auth.username == "o"
+
+
+@pytest.mark.parametrize(
+    "auth,fragment",
+    [
+        ("user:pw", "auth: must be a mapping with username and password, not 'user:pw'"),
+        ({"username": "a:b", "password": "x"}, "auth.username: 'a:b' contains ':'"),
+        ({"username": "a\nb", "password": "x"}, "auth.username: 'a\\nb' contains whitespace or control"),
+        ({"username": None, "password": "x"}, "auth.username: required"),
+        ({"username": "a", "password": None}, "auth.password: required, a string (not nothing)"),
+        ({"username": "a", "password": 12345}, "auth.password: required, a string (not a int)"),
+        ({"username": "a", "password": "x\x00y"}, "auth.password: contains control characters"),
+        ({"username": "a", "password": "x", "realm": "r"}, "auth.'realm': unknown key"),
+    ],
+)
+def test_bad_auth_is_refused_naming_the_field(conf, auth, fragment):
+    with pytest.raises(UsageError) as caught:
+        _items(conf, uid="x", auth=auth)
+    assert fragment in str(caught.value)
+    assert "12345" not in str(caught.value) and "x\\x00y" not in str(caught.value)
+
+
+def test_a_provider_without_auth_refuses_it_before_anything(tmp_path):
+    cloud = config.parse({"providers": [{"name": "eu", "type": "gcp", "gcp": {"project": "my-project"}}]})
+    with pytest.raises(UsageError, match=r"auth: provider eu \(type gcp\) cannot render proxy auth"):
+        _items(cloud, provider="eu", uid="x", auth=AUTH)
+    (absent,) = _items(cloud, provider="eu", uid="x", auth=AUTH, state="absent")  # deleting needs no auth
+    assert absent.state == "absent"

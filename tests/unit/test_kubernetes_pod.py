@@ -14,6 +14,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kub
     format_id,
     parse_id,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
 
 UID = "0b6f3c1e-2d8a-4c11-9a57-5d2f3e9b7a10"
 NAME = names.name_from_uid(UID)
@@ -182,3 +183,32 @@ def test_id_round_trip():
 def test_id_parser_is_strict(bad):
     with pytest.raises(ValueError, match="malformed kubernetes provider id"):
         parse_id(bad)
+
+
+def test_auth_mounts_the_password_secret_and_without_it_the_pod_is_unchanged():
+    plain = podlib.build_pod(request(), "crawl", "prod-eu", config())
+    assert "fsGroup" not in plain["spec"]["securityContext"]
+    assert [v["name"] for v in plain["spec"]["volumes"]] == ["config", "tmp", "run", "spool", "logs"]
+    assert (
+        "auth"
+        not in podlib.build_config_map(request(), "crawl", "prod-eu", config(), "pod-uid")["data"][
+            "squid.conf"
+        ]
+    )
+
+    req = request(auth=Auth("crawler", "pw-unit-1"))
+    pod = podlib.build_pod(req, "crawl", "prod-eu", config())
+    assert pod["spec"]["securityContext"]["fsGroup"] == 13
+    assert pod["spec"]["volumes"][-1] == {
+        "name": "auth",
+        "secret": {"secretName": NAME, "defaultMode": 0o440},
+    }
+    assert container(pod)["volumeMounts"][-1] == {
+        "name": "auth",
+        "mountPath": "/etc/squid-egress-auth",
+        "readOnly": True,
+    }
+    secret = podlib.build_secret(req, "crawl", "prod-eu", "pod-uid", req.auth.passwd_line())
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == "pod-uid"
+    assert secret["metadata"]["labels"][names.LABEL_UID] == UID
+    assert "pw-unit-1" not in str(secret) and "pw-unit-1" not in str(pod)

@@ -30,6 +30,7 @@ CONFIGS = {
         allowed=("::1/128", "127.0.0.5/8", "192.168.1.7/32"),
         access_log="/dev/null",
     ),
+    "with auth": SquidSettings(listen="127.0.0.1:3130", allowed=("127.0.0.0/8",), auth_file="passwd"),
 }
 
 
@@ -43,7 +44,29 @@ def test_never_allows_all_and_denies_the_rest(settings):
     rules = http_access(text)
     assert "http_access allow all" not in rules
     assert rules[-1] == "http_access deny all"
-    assert [r for r in rules if " allow " in r] == ["http_access allow allowed_src"]
+    allow = [
+        "http_access allow allowed_src authenticated"
+        if settings.auth_file
+        else "http_access allow allowed_src"
+    ]
+    assert [r for r in rules if " allow " in r] == allow
+
+
+def test_auth_refuses_out_of_range_before_asking_for_credentials():
+    rules = http_access(render(CONFIGS["with auth"]))
+    assert rules.index("http_access deny !allowed_src") < rules.index("http_access deny !authenticated")
+    assert rules[-2:] == ["http_access allow allowed_src authenticated", "http_access deny all"]
+    text = render(CONFIGS["with auth"]).splitlines()
+    assert "auth_param basic program /usr/lib/squid/basic_ncsa_auth passwd" in text
+    assert "acl authenticated proxy_auth REQUIRED" in text
+    assert not [line for line in render(CONFIGS["minimal"]).splitlines() if "auth" in line]
+
+
+@pytest.mark.parametrize("field", ["auth_file", "auth_helper", "auth_realm"])
+def test_auth_settings_must_be_single_words(field):
+    values = {"auth_file": "passwd", field: "two words\nhttp_access allow all"}
+    with pytest.raises(ValueError, match="single words"):
+        render(SquidSettings(listen="3128", allowed=("127.0.0.0/8",), **values))
 
 
 def test_contains_each_allowed_range_normalised():

@@ -9,10 +9,14 @@ from ``allowedSourceRanges``, never ``allow all``); it runs non-root, without pr
 escalation, with every capability dropped, a read-only root filesystem and the configured
 resources; it is owned by the Proxy (``crawl.example.com/v1alpha1``) when the request names
 one in the Pod's own namespace (an owner in another namespace is invalid and would make the
-garbage collector delete the Pod).
+garbage collector delete the Pod). With ``auth`` the Pod also mounts the proxy's password
+Secret (``build_secret``: the salted hash only, owned by the Pod like the ConfigMap), readable
+by Squid's group only, and its squid.conf asks for basic auth against it.
 """
 
 from __future__ import annotations
+
+import base64
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import SquidSettings, render
@@ -22,6 +26,10 @@ PROXY_KIND = "Proxy"
 CONTAINER_NAME = "squid"
 CONF_DIR = "/etc/squid-egress"
 CONF_KEY = "squid.conf"
+AUTH_DIR = "/etc/squid-egress-auth"
+AUTH_KEY = "passwd"
+AUTH_VOLUME = "auth"
+AUTH_FILE_MODE = 0o440  # root-owned in the volume; Squid reads it through fsGroup
 LABEL_APP = "app.kubernetes.io/name"
 LABEL_APP_VALUE = "egress-proxy"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -33,7 +41,7 @@ SCRATCH_DIRS = {"tmp": "/tmp", "run": "/var/run/squid", "spool": "/var/spool/squ
 UNPRIVILEGED_PORT_START = 1024
 
 
-def squid_config(name: str, port: int, allowed) -> str:
+def squid_config(name: str, port: int, allowed, with_auth: bool = False) -> str:
     """The squid.conf of one proxy; logs go to the container's stdout and stderr."""
     return render(
         SquidSettings(
@@ -44,6 +52,7 @@ def squid_config(name: str, port: int, allowed) -> str:
             access_log="/dev/stdout",
             coredump_dir="/tmp",
             visible_hostname=name,
+            auth_file="%s/%s" % (AUTH_DIR, AUTH_KEY) if with_auth else "",
         )
     )
 
@@ -89,6 +98,8 @@ def build_pod(req: contract.CreateRequest, namespace: str, installation: str, co
         "runAsGroup": config.run_as_user,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+    if req.auth is not None:
+        pod_security["fsGroup"] = config.run_as_user  # the Secret's files are group-readable only
     if port < UNPRIVILEGED_PORT_START:
         # A namespaced, "safe" sysctl: lets the non-root Squid bind a low port without any capability.
         pod_security["sysctls"] = [{"name": "net.ipv4.ip_unprivileged_port_start", "value": str(port)}]
@@ -117,6 +128,13 @@ def build_pod(req: contract.CreateRequest, namespace: str, installation: str, co
         "volumeMounts": [{"name": "config", "mountPath": CONF_DIR, "readOnly": True}]
         + [{"name": vol, "mountPath": path} for vol, path in SCRATCH_DIRS.items()],
     }
+    volumes = [{"name": "config", "configMap": {"name": req.name}}]
+    volumes += [{"name": vol, "emptyDir": {"sizeLimit": "64Mi"}} for vol in SCRATCH_DIRS]
+    if req.auth is not None:
+        container["volumeMounts"].append({"name": AUTH_VOLUME, "mountPath": AUTH_DIR, "readOnly": True})
+        volumes.append(
+            {"name": AUTH_VOLUME, "secret": {"secretName": req.name, "defaultMode": AUTH_FILE_MODE}}
+        )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -128,9 +146,31 @@ def build_pod(req: contract.CreateRequest, namespace: str, installation: str, co
             "terminationGracePeriodSeconds": 5,
             "securityContext": pod_security,
             "containers": [container],
-            "volumes": [{"name": "config", "configMap": {"name": req.name}}]
-            + [{"name": vol, "emptyDir": {"sizeLimit": "64Mi"}} for vol in SCRATCH_DIRS],
+            "volumes": volumes,
         },
+    }
+
+
+def has_auth_volume(pod) -> bool:
+    """Whether a Pod (a client model) was built with the password Secret mounted."""
+    return any(v.name == AUTH_VOLUME and v.secret is not None for v in (pod.spec.volumes or ()))
+
+
+def _owned_metadata(req: contract.CreateRequest, namespace: str, installation: str, pod_uid: str) -> dict:
+    """Marked ours and owned by the Pod, so it can never outlive it."""
+    return {
+        "name": req.name,
+        "namespace": namespace,
+        "labels": labels(req.uid, installation),
+        "ownerReferences": [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": req.name,
+                "uid": pod_uid,
+                "blockOwnerDeletion": False,
+            }
+        ],
     }
 
 
@@ -138,24 +178,25 @@ def build_config_map(
     req: contract.CreateRequest, namespace: str, installation: str, config, pod_uid: str
 ) -> dict:
     """The squid.conf ConfigMap, owned by the Pod so it can never outlive it."""
+    conf = squid_config(req.name, int(req.port), config.allowed_source_ranges, req.auth is not None)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {
-            "name": req.name,
-            "namespace": namespace,
-            "labels": labels(req.uid, installation),
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": req.name,
-                    "uid": pod_uid,
-                    "blockOwnerDeletion": False,
-                }
-            ],
-        },
-        "data": {CONF_KEY: squid_config(req.name, int(req.port), config.allowed_source_ranges)},
+        "metadata": _owned_metadata(req, namespace, installation, pod_uid),
+        "data": {CONF_KEY: conf},
+    }
+
+
+def build_secret(
+    req: contract.CreateRequest, namespace: str, installation: str, pod_uid: str, line: str
+) -> dict:
+    """The password Secret: ``line`` is ``username:$6$...`` (the hash, never the cleartext)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _owned_metadata(req, namespace, installation, pod_uid),
+        "data": {AUTH_KEY: base64.b64encode(line.encode("utf-8")).decode("ascii")},
     }
 
 

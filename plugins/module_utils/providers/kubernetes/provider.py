@@ -10,7 +10,8 @@ list filtered on the managed and installation labels and fails as a whole. Every
 bounded by the Deadline (``_request_timeout``); the client never retries on its own.
 Errors carry the configured provider name. ``CreateRequest.placement`` and ``cloud_init`` are
 ignored: a Pod has no zone or machine type here, and Squid's config is generated
-(docs/kubernetes-provider.md).
+(docs/kubernetes-provider.md). ``CreateRequest.auth`` becomes a password Secret mounted into the
+Pod (auth.py), rotated in place by ``sync_auth``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth as authlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import replace, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
@@ -55,6 +57,7 @@ def _proves_missing(exc: BaseException, kind: str, name: str) -> bool:
 
 class KubernetesProvider(contract.Provider, contract.Checker):
     type_name = "kubernetes"
+    supports_auth = True
 
     def __init__(self, name: str, installation: str, block):
         super().__init__(name, installation)
@@ -228,8 +231,21 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 if self._instance(pod).state in (contract.STOPPED, contract.TERMINATED):
                     pod = self._recreate(core, req, namespace, body, pod, deadline)
                 else:
+                    refusal = authlib.volume_refusal(pod, req.auth)
+                    if refusal:
+                        raise errors.permanent("create", self.name, provider_id, refusal)
                     log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
             self._ensure_config_map(core, req, namespace, pod.metadata.uid, deadline)
+            if req.auth is not None:
+                authlib.ensure(
+                    core,
+                    req,
+                    namespace,
+                    self.installation,
+                    pod.metadata.uid,
+                    lambda: self._timeout(deadline, "create"),
+                    lambda message: errors.permanent("create", self.name, provider_id, message),
+                )
         except errors.ProviderError:
             raise
         except Exception as exc:
@@ -268,6 +284,57 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         except Exception as exc:
             raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
 
+    def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
+        try:
+            namespace, name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("sync_auth", self.name, provider_id, exc) from exc
+        try:
+            core = self._core(deadline)
+            try:
+                pod = core.read_namespaced_pod(
+                    name, namespace, _request_timeout=self._timeout(deadline, "sync_auth")
+                )
+            except sdk.ApiException as exc:
+                raise self._fail(
+                    "sync_auth", provider_id, exc, proven=_proves_missing(exc, "pods", name)
+                ) from exc
+            labels = pod.metadata.labels or {}
+            if not names.is_managed(labels) or labels.get(names.LABEL_INSTALL) != self.installation:
+                raise authlib.refused(self.name, provider_id, "Pod %s is not ours (no marks)" % provider_id)
+            refusal = authlib.volume_refusal(pod, auth)
+            if refusal:
+                raise authlib.refused(self.name, provider_id, refusal)
+            if auth is None:
+                return False
+            req = contract.CreateRequest(
+                name=name, uid=labels.get(names.LABEL_UID, ""), namespace=namespace, auth=auth
+            )
+
+            def timeout() -> float:
+                return self._timeout(deadline, "sync_auth")
+
+            current = authlib.read(core, name, namespace, timeout)
+            if current is not None and authlib.up_to_date(current, req, pod.metadata.uid):
+                return False
+            if not apply:
+                return True
+            authlib.ensure(
+                core,
+                req,
+                namespace,
+                self.installation,
+                pod.metadata.uid,
+                timeout,
+                lambda message: authlib.refused(self.name, provider_id, message),
+            )
+            log.info("provider=%s op=sync_auth id=%s password Secret updated", self.name, provider_id)
+            return True
+        except errors.ProviderError:
+            raise
+        except Exception as exc:
+            raise self._fail("sync_auth", provider_id, exc) from exc
+
     def delete(self, provider_id: str, deadline) -> None:
         try:
             namespace, name = parse_id(provider_id)
@@ -289,6 +356,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 except sdk.ApiException as exc:
                     if not _proves_missing(exc, kind, name):
                         raise
+            authlib.delete_ours(core, name, namespace, lambda: self._timeout(deadline, "delete"))
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc

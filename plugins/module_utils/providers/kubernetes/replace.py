@@ -4,13 +4,14 @@
 
 A Pod whose phase is Failed, Succeeded or Unknown, or that is being deleted, never runs again
 (a Pod cannot be restarted), yet ``create`` used to adopt it on AlreadyExists, so every
-``state: present`` run reported ``changed`` while it stayed Terminated. The ConfigMap goes too:
-it is owned by the old Pod, and the garbage collector would remove it under the new one.
+``state: present`` run reported ``changed`` while it stayed Terminated. The ConfigMap (and the
+password Secret) go too: they are owned by the old Pod, and the garbage collector would remove
+them under the new one.
 """
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     proves_missing,
 )
@@ -37,6 +38,7 @@ def free_name(core, name: str, namespace: str, deleting: bool, timeout, deadline
         except sdk.ApiException as exc:
             if not proves_missing(exc, kind, name):
                 raise
+    auth.delete_ours(core, name, namespace, timeout)
     while True:
         try:
             core.read_namespaced_pod(name, namespace, _request_timeout=timeout())

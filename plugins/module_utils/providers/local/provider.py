@@ -7,11 +7,14 @@ until the process and its directory are gone; the IP is assigned at create (an a
 ``addressRange``); the marks, UID and creation time are written into the instance directory
 before Squid starts; ``list_by_tag`` scans the state directory and fails as a whole when the
 directory cannot be read. ``CreateRequest.placement`` and ``cloud_init`` are ignored: a local
-Squid has nowhere to put them (docs/local-provider.md).
+Squid has nowhere to put them (docs/local-provider.md). ``CreateRequest.auth`` becomes the
+instance's 0600 password file (a salted hash, owned by the user Squid runs as) and basic auth in
+its squid.conf; ``sync_auth`` rotates it in place and has the running Squid reconfigure.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
@@ -27,12 +30,19 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.loc
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
     Store,
     StoreError,
+    replace_text,
+    write_private,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import SquidSettings, render
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import (
+    DEFAULT_AUTH_HELPER,
+    SquidSettings,
+    render,
+)
 
 ID_PREFIX = "local/"
 STARTUP_GRACE_SECONDS = 30.0
 CONNECT_BUDGET_SECONDS = 1.0
+PASSWD = "passwd"  # the instance's password file, relative to its directory like its logs
 
 log = logging.getLogger("crawl.egress_proxies.providers.local")
 
@@ -78,6 +88,7 @@ def _parse_time(value):
 
 class LocalProvider(contract.Provider, contract.Checker):
     type_name = "local"
+    supports_auth = True
 
     def __init__(self, name: str, installation: str, block):
         super().__init__(name, installation)
@@ -111,26 +122,66 @@ class LocalProvider(contract.Provider, contract.Checker):
             )
         return found
 
-    def _files(self, name: str, squid_user):
+    def _squid_conf(self, name: str, record: dict, squid_user, with_auth: bool) -> str:
         # Paths are relative to Squid's working directory, the instance directory: Squid opens
-        # its logs after dropping to the ``proxy`` user, who may not be able to traverse
-        # stateDir's ancestors (a 0700 parent such as pytest's tmp_path or a home directory).
-        def squid_conf(record):
-            return render(
-                SquidSettings(
-                    listen="%s:%d" % (record["address"], record["port"]),
-                    allowed=tuple(self.config.allowed_source_ranges),
-                    pid_file="none",
-                    cache_log="cache.log",
-                    access_log="access.log",
-                    effective_user=squid_user[0] if squid_user else "",
-                    coredump_dir=".",
-                    visible_hostname=name,
-                    outgoing_address=record["address"],
-                )
+        # its logs (and its auth helper the password file) after dropping to the ``proxy`` user,
+        # who may not be able to traverse stateDir's ancestors (a 0700 parent such as pytest's
+        # tmp_path or a home directory).
+        return render(
+            SquidSettings(
+                listen="%s:%d" % (record["address"], record["port"]),
+                allowed=tuple(self.config.allowed_source_ranges),
+                pid_file="none",
+                cache_log="cache.log",
+                access_log="access.log",
+                effective_user=squid_user[0] if squid_user else "",
+                coredump_dir=".",
+                visible_hostname=name,
+                outgoing_address=record["address"],
+                auth_file=PASSWD if with_auth else "",
+            )
+        )
+
+    def _files(self, name: str, squid_user, auth) -> dict:
+        files = {process.CONF: lambda record: self._squid_conf(name, record, squid_user, auth is not None)}
+        if auth is not None:
+            files[PASSWD] = lambda _record: auth.passwd_line()
+        return files
+
+    @staticmethod
+    def _auth_helper(auth) -> None:
+        if auth is not None and not os.access(DEFAULT_AUTH_HELPER, os.X_OK):
+            raise SquidMissing(
+                "auth helper %s not found (Debian's squid package ships it)" % DEFAULT_AUTH_HELPER
             )
 
-        return {process.CONF: squid_conf}
+    def _auth_differs(self, name: str, auth) -> bool:
+        path = os.path.join(self.store.path(name), PASSWD)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                current = handle.read()
+        except FileNotFoundError:
+            return auth is not None
+        return auth is None or not auth.matches(current)
+
+    def _rewrite_auth(self, name: str, record: dict, auth) -> None:
+        """Password file first, then the squid.conf that names it; then Squid rereads both."""
+        directory = self.store.path(name)
+        squid_user = self._squid_user()
+        if auth is not None:
+            write_private(
+                os.path.join(directory, PASSWD), auth.passwd_line(), squid_user[1:] if squid_user else None
+            )
+        replace_text(
+            os.path.join(directory, process.CONF),
+            self._squid_conf(name, record, squid_user, auth is not None),
+        )
+        if auth is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(directory, PASSWD))
+        state, pid = process.status(directory)
+        if state != process.DEAD:
+            os.kill(pid, signal.SIGHUP)  # Squid's reconfigure: rereads squid.conf, restarts its helpers
 
     @staticmethod
     def _accepts(address: str, port: int, deadline) -> bool:
@@ -216,6 +267,9 @@ class LocalProvider(contract.Provider, contract.Checker):
                     "instance %s exists and belongs to uid %r, not %s"
                     % (req.name, existing.get(names.LABEL_UID, ""), req.uid),
                 )
+            self._auth_helper(req.auth)
+            if existing is not None and req.auth is not None:
+                self.sync_auth(provider_id, req.auth, deadline)  # before a stopped Squid restarts
             if existing is None:
                 squid_user = self._squid_user()
                 owner = squid_user[1:] if squid_user else None
@@ -224,9 +278,10 @@ class LocalProvider(contract.Provider, contract.Checker):
                     req.uid,
                     self.installation,
                     int(req.port),
-                    self._files(req.name, squid_user),
+                    self._files(req.name, squid_user, req.auth),
                     owner,
                     deadline=deadline,
+                    private=(PASSWD,),
                 )
                 # A concurrent create of the same name may have won the race: re-check the UID.
                 record = self.store.read(req.name)
@@ -240,6 +295,38 @@ class LocalProvider(contract.Provider, contract.Checker):
         except Exception as exc:
             raise self._fail("create", provider_id, exc) from exc
         return provider_id
+
+    def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
+        try:
+            name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("sync_auth", self.name, provider_id, exc) from exc
+        try:
+            deadline.check("sync_auth")
+            self._auth_helper(auth)
+            with self.store.locked(name, deadline):
+                record = self.store.read(name)
+                if record is None:
+                    raise errors.not_found("sync_auth", self.name, provider_id, "no instance %s" % name)
+                if not names.is_managed(record):
+                    raise errors.permanent(
+                        "sync_auth", self.name, provider_id, "instance %s is not managed (no marks)" % name
+                    )
+                if not self._auth_differs(name, auth):
+                    return False
+                if apply:
+                    self._rewrite_auth(name, record, auth)
+                    log.info(
+                        "provider=%s op=sync_auth id=%s credentials %s",
+                        self.name,
+                        provider_id,
+                        "replaced" if auth is not None else "removed",
+                    )
+                return True
+        except errors.ProviderError:
+            raise
+        except Exception as exc:
+            raise self._fail("sync_auth", provider_id, exc) from exc
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
         try:

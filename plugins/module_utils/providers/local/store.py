@@ -89,13 +89,22 @@ class Store:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def create(
-        self, name: str, uid: str, installation: str, port: int, files: dict, owner=None, deadline=None
+        self,
+        name: str,
+        uid: str,
+        installation: str,
+        port: int,
+        files: dict,
+        owner=None,
+        deadline=None,
+        private=(),
     ) -> dict:
         """Allocate an address and make the instance directory appear atomically.
 
         ``files`` maps file names to a callable ``(record) -> text`` so files that depend on the
-        allocated address (squid.conf) are written inside the same atomic step. Returns the
-        record. Caller holds no lock; this takes the store lock itself.
+        allocated address (squid.conf) are written inside the same atomic step; the ones named
+        in ``private`` (the password file) are 0600 and owned by ``owner``, who runs Squid.
+        Returns the record. Caller holds no lock; this takes the store lock itself.
         """
         with self.locked(deadline=deadline):
             existing = self.read(name)
@@ -114,7 +123,11 @@ class Store:
             try:
                 os.chmod(staging, 0o755)
                 for file_name, render in files.items():
-                    _write(os.path.join(staging, file_name), render(record))
+                    path = os.path.join(staging, file_name)
+                    if file_name in private:
+                        write_private(path, render(record), owner)
+                    else:
+                        _write(path, render(record))
                 _write(os.path.join(staging, RECORD), json.dumps(record, indent=2, sort_keys=True))
                 if owner is not None:
                     os.chown(staging, owner[0], owner[1])
@@ -171,3 +184,33 @@ def _write(path: str, text: str) -> None:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def write_private(path: str, text: str, owner=None) -> None:
+    """Replace ``path`` atomically with a file that is 0600 (and ``owner``'s) from its first byte."""
+    tmp = "%s.tmp" % path
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        if owner is not None:
+            os.fchown(fd, owner[0], owner[1])
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            fd = -1
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def replace_text(path: str, text: str) -> None:
+    """Replace ``path`` atomically (a reader sees the old file or the new one, never half)."""
+    tmp = "%s.tmp" % path
+    _write(tmp, text)
+    os.rename(tmp, path)

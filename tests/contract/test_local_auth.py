@@ -1,0 +1,144 @@
+"""Proxy authentication on the local provider, with real Squid and real traffic: the right
+credentials pass, none or wrong ones get 407, a source outside the ranges is refused whatever it
+sends; rotation rewrites the password file in place and the running Squid rereads it; the
+cleartext password is nowhere on disk nor in the provider's log."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pwd
+import stat
+import time
+import uuid
+
+import pytest
+from proxy_traffic import fetch_via, origin_server
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
+from contract.local_backend import LocalBackend
+from contract.suite import cleanup, dl, wait_for_state
+
+pytestmark = pytest.mark.squid
+
+SENTINEL = "Sentinel-Pw-7f3a9c"
+ALLOWED, OUTSIDE = "127.0.0.2", "127.0.0.3"
+
+
+@pytest.fixture
+def backend(tmp_path):
+    harness = LocalBackend(tmp_path)
+    try:
+        yield harness
+    finally:
+        harness.teardown()
+
+
+@pytest.fixture
+def origin():
+    with origin_server() as address:
+        yield address
+
+
+def _until(what: str, check, seconds: float = 20.0):
+    """Poll ``check`` until it is truthy (a wait for Squid's reconfigure, not a timing assertion)."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            value = check()
+        except ConnectionRefusedError:  # a reconfiguring Squid reopens its port
+            value = False
+        if value or time.monotonic() > end:
+            assert value, "%s never happened" % what
+            return value
+        time.sleep(0.2)
+
+
+def _tree_text(directory: str) -> str:
+    out = []
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as handle:
+                out.append(handle.read().decode("utf-8", "replace"))
+    return "\n".join(out)
+
+
+def _running(backend, auth):
+    provider = backend.build(allowed_source_ranges=["%s/32" % ALLOWED])
+    req = dataclasses.replace(backend.request(str(uuid.uuid4())), auth=auth)
+    provider_id = provider.create(req, dl(backend))
+    running = wait_for_state(backend, provider_id, (contract.RUNNING,))[-1]
+    return provider, req, provider_id, running
+
+
+def test_credentials_required_and_ranges_still_enforced(backend, origin, caplog):
+    caplog.set_level(logging.DEBUG)
+    auth = Auth("crawler", SENTINEL)
+    with cleanup(backend) as ids:
+        _provider, req, provider_id, running = _running(backend, auth)
+        ids.append(provider_id)
+        ip, port = running.ip, req.port
+        assert fetch_via(ip, port, origin, ALLOWED, ("crawler", SENTINEL)) == (200, "hello /via-proxy")
+        assert fetch_via(ip, port, origin, ALLOWED)[0] == 407
+        assert fetch_via(ip, port, origin, ALLOWED, ("crawler", SENTINEL + "x"))[0] == 407
+        assert fetch_via(ip, port, origin, ALLOWED, ("someone", SENTINEL))[0] == 407
+        assert fetch_via(ip, port, origin, OUTSIDE, ("crawler", SENTINEL))[0] == 403
+        assert fetch_via(ip, port, origin, OUTSIDE)[0] == 403  # refused, not even challenged
+
+        directory = backend.instance_dir(provider_id)
+        passwd = os.path.join(directory, "passwd")
+        info = os.stat(passwd)
+        assert stat.S_IMODE(info.st_mode) == 0o600
+        if os.geteuid() == 0:  # Squid drops to the proxy user, whose helper reads the file
+            assert info.st_uid == pwd.getpwnam("proxy").pw_uid
+        with open(passwd, encoding="utf-8") as handle:
+            assert handle.read().startswith("crawler:$6$")
+        assert SENTINEL not in _tree_text(directory)
+        assert SENTINEL not in caplog.text
+        assert SENTINEL not in repr(req) and req.describe()["auth"] is True
+
+
+def test_rotation_is_in_place_and_the_old_password_stops_working(backend, origin):
+    old, new = Auth("crawler", SENTINEL), Auth("crawler", "Rotated-" + SENTINEL)
+    with cleanup(backend) as ids:
+        provider, req, provider_id, running = _running(backend, old)
+        ids.append(provider_id)
+        ip, port = running.ip, req.port
+        directory = backend.instance_dir(provider_id)
+        pid_before = process.status(directory)[1]
+        assert fetch_via(ip, port, origin, ALLOWED, ("crawler", old.password))[0] == 200
+
+        assert provider.sync_auth(provider_id, new, Deadline(10), apply=False) is True
+        assert fetch_via(ip, port, origin, ALLOWED, ("crawler", old.password))[0] == 200  # dry run
+        assert provider.sync_auth(provider_id, new, Deadline(10)) is True
+        _until(
+            "the new password accepted",
+            lambda: fetch_via(ip, port, origin, ALLOWED, ("crawler", new.password))[0] == 200,
+        )
+        assert fetch_via(ip, port, origin, ALLOWED, ("crawler", old.password))[0] == 407
+        assert process.status(directory) == (process.ALIVE, pid_before), "rotated in place"
+        assert provider.sync_auth(provider_id, new, Deadline(10)) is False  # nothing to do twice
+
+        assert provider.sync_auth(provider_id, None, Deadline(10)) is True  # auth removed
+        _until("no credentials needed", lambda: fetch_via(ip, port, origin, ALLOWED)[0] == 200)
+        assert fetch_via(ip, port, origin, OUTSIDE)[0] == 403
+        assert not os.path.exists(os.path.join(directory, "passwd"))
+        assert SENTINEL not in _tree_text(directory)
+
+
+def test_stopped_instance_restarts_with_the_requested_credentials(backend, origin):
+    old, new = Auth("crawler", SENTINEL), Auth("other", "Second-" + SENTINEL)
+    with cleanup(backend) as ids:
+        provider, req, provider_id, _running_instance = _running(backend, old)
+        ids.append(provider_id)
+        directory = backend.instance_dir(provider_id)
+        process.stop(directory, req.name, Deadline(10))
+        wait_for_state(backend, provider_id, (contract.STOPPED,))
+        provider.create(dataclasses.replace(req, auth=new), dl(backend))
+        running = wait_for_state(backend, provider_id, (contract.RUNNING,))[-1]
+        assert fetch_via(running.ip, req.port, origin, ALLOWED, ("other", new.password))[0] == 200
+        assert fetch_via(running.ip, req.port, origin, ALLOWED, ("crawler", old.password))[0] == 407

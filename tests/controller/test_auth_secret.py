@@ -1,0 +1,160 @@
+"""spec.auth.secretRef in the controller: the Secret's credentials checked by the same rules as
+the module's (so bad content is a retried condition, never a PermanentError latch), messages
+that name the Secret but never a value, the spec hash unchanged for Proxies without auth, and
+the reconciler's plan and answers for a Proxy with auth (table tests)."""
+
+from __future__ import annotations
+
+import pytest
+from egress_proxies_controller import api, auth_secret
+from egress_proxies_controller.reconciler import CREATE, GET, PHASE_POLL, Answer, Reconciler
+from egress_proxies_controller.spec import ProxySpec
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import proxy_auth
+
+from .test_reconciler import NOW, SETTINGS, cond, instance, proxy, running_status
+
+SENTINEL = "Sentinel-Controller-Pw"
+CASES = [
+    ("crawler", SENTINEL),
+    ("", SENTINEL),
+    ("a:b", SENTINEL),
+    ("two words", SENTINEL),
+    ("tab\tname", SENTINEL),
+    ("u" * 64, SENTINEL),
+    ("u" * 65, SENTINEL),
+    ("crawler", ""),
+    ("crawler", SENTINEL + "\n"),
+    ("crawler", SENTINEL + "\x00"),
+    ("crawler", "p" * 256),
+    ("crawler", "p" * 257),
+    ("crawler", "spaces are fine ü"),
+]
+
+
+@pytest.mark.parametrize(("username", "password"), CASES)
+def test_the_controller_and_the_module_agree(username, password):
+    module_says = proxy_auth.problems({"username": username, "password": password})
+    controller_says = auth_secret.problem(username, password)
+    assert bool(module_says) == bool(controller_says), (module_says, controller_says)
+    assert SENTINEL not in controller_says
+
+
+class _Kube:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def secret_values(self, namespace, name, keys, what):
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (LookupError("auth Secret ns/creds: Not Found"), "auth Secret ns/creds: Not Found"),
+        (TimeoutError("read timed out"), "auth Secret ns/creds: TimeoutError"),
+        ({"username": "a:b", "password": SENTINEL}, "auth Secret ns/creds: key username contains ':'"),
+        ({"username": "a", "password": SENTINEL + "\n"}, "key password contains control characters"),
+    ],
+)
+def test_unavailable_credentials_name_the_secret_never_a_value(answer, fragment):
+    with pytest.raises(auth_secret.Unavailable) as caught:
+        auth_secret.credentials(_Kube(answer), "ns", "creds")
+    assert fragment in str(caught.value)
+    assert SENTINEL not in str(caught.value)
+    assert caught.value.reason == api.REASON_SECRET_UNAVAILABLE
+
+
+def test_good_credentials_are_returned():
+    got = auth_secret.credentials(_Kube({"username": "crawler", "password": SENTINEL}), "ns", "creds")
+    assert got == {"username": "crawler", "password": SENTINEL}
+
+
+def test_spec_hash_of_a_proxy_without_auth_is_what_it_was_before_auth():
+    """Computed on main before auth existed: an upgrade must replace no instance."""
+    assert ProxySpec.from_object({"spec": {"provider": "local", "port": 3128}}).hash() == "2a68dea605dc1d08"
+    cloud = {
+        "provider": "gcp",
+        "placement": {"zone": "z"},
+        "cloudInit": {"secretRef": {"name": "s", "key": "k"}},
+        "port": 8080,
+    }
+    assert ProxySpec.from_object({"spec": cloud}).hash() == "8576fd993976ca51"
+    with_auth = ProxySpec.from_object(
+        {"spec": {"provider": "local", "auth": {"secretRef": {"name": "creds"}}}}
+    )
+    assert with_auth.auth_secret == "creds" and with_auth.hash() != "2a68dea605dc1d08"
+
+
+# -- the reconciler ---------------------------------------------------------------------------
+
+
+def _r() -> Reconciler:
+    return Reconciler(SETTINGS, ["local"], now=lambda: NOW)
+
+
+def _authed(**status):
+    base = proxy(spec__auth={"secretRef": {"name": "creds"}})
+    return proxy(spec__auth={"secretRef": {"name": "creds"}}, status=dict(running_status(base), **status))
+
+
+def test_a_proxy_with_auth_is_polled_with_a_present_so_a_rotated_secret_is_applied():
+    assert _r().plan(_authed()).action.op == CREATE
+    assert _r().plan(_authed()).action.phase == PHASE_POLL
+    plain = proxy(status=running_status(proxy()))
+    assert _r().plan(plain).action.op == GET
+
+
+def test_applied_credentials_are_a_condition_and_a_rotation_an_event():
+    r, p = _r(), _authed()
+    action = r.plan(p).action
+    unchanged = r.apply(
+        p, action, Answer(ok=True, instance=dict(instance("Running", "127.77.0.1"), changed=False))
+    )
+    assert cond(unchanged.status, api.COND_CREDENTIALS)["status"] == "True"
+    assert [e for e in unchanged.events if e[1] == "CredentialsRotated"] == []
+    rotated = r.apply(
+        p, action, Answer(ok=True, instance=dict(instance("Running", "127.77.0.1"), changed=True))
+    )
+    assert [e[1] for e in rotated.events if e[1] == "CredentialsRotated"] == ["CredentialsRotated"]
+    assert cond(rotated.status, api.COND_READY)["status"] == "True"
+
+
+def test_missing_secret_on_create_is_a_retried_condition_never_a_latch():
+    r = _r()
+    p = proxy(spec__auth={"secretRef": {"name": "creds"}})
+    action = r.plan(p).action
+    assert action.op == CREATE
+    answer = Answer(
+        ok=False,
+        error_class="transient",
+        message="auth Secret ns/creds: Not Found",
+        reason=api.REASON_SECRET_UNAVAILABLE,
+    )
+    step = r.apply(p, action, answer)
+    assert step.backoff
+    assert cond(step.status, api.COND_CREDENTIALS)["reason"] == api.REASON_SECRET_UNAVAILABLE
+    assert cond(step.status, api.COND_READY)["reason"] == api.REASON_SECRET_UNAVAILABLE
+    assert not [
+        c for c in step.status["conditions"] if c["type"] == api.COND_PERMANENT and c["status"] == "True"
+    ]
+    assert step.events == [("Warning", api.REASON_SECRET_UNAVAILABLE, "auth Secret ns/creds: Not Found")]
+    again = r.apply(proxy(spec__auth={"secretRef": {"name": "creds"}}, status=step.status), action, answer)
+    assert again.events == []  # one Event per transition, not per retry
+    later = proxy(spec__auth={"secretRef": {"name": "creds"}}, status=step.status)
+    assert r.plan(later).action.op == CREATE  # still planned: the Secret may appear
+
+
+def test_missing_secret_on_poll_keeps_ready():
+    r, p = _r(), _authed(conditions=[{"type": api.COND_READY, "status": "True", "reason": "Running"}])
+    answer = Answer(
+        ok=False,
+        error_class="transient",
+        message="auth Secret ns/creds: Forbidden",
+        reason="SecretUnavailable",
+    )
+    step = r.apply(p, r.plan(p).action, answer)
+    assert cond(step.status, api.COND_READY)["status"] == "True"
+    assert cond(step.status, api.COND_CREDENTIALS)["status"] == "False"

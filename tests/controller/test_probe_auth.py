@@ -1,0 +1,54 @@
+"""The health engine's probe against a real Squid with auth: the Secret's credentials pass, and a
+407 is its own reason (``ProxyAuthRequired``), whether none were sent or they were refused."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+from contract.local_backend import LocalBackend
+from contract.suite import cleanup, dl, wait_for_state
+from egress_proxies_controller import proxy_health
+from proxy_traffic import origin_server
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
+
+pytestmark = pytest.mark.squid
+
+SENTINEL = "Sentinel-Probe-Pw"
+
+
+@pytest.fixture
+def backend(tmp_path):
+    harness = LocalBackend(tmp_path)
+    try:
+        yield harness
+    finally:
+        harness.teardown()
+
+
+def test_probe_authenticates_and_reports_407_distinctly(backend):
+    provider = backend.build()
+    req = dataclasses.replace(backend.request(str(uuid.uuid4())), auth=Auth("crawler", SENTINEL))
+    with cleanup(backend) as ids, origin_server() as origin:
+        provider_id = provider.create(req, dl(backend))
+        ids.append(provider_id)
+        ip = wait_for_state(backend, provider_id, (contract.RUNNING,))[-1].ip
+        url = "http://%s:%d/probe" % tuple(origin)
+        right = proxy_health.basic_header({"username": "crawler", "password": SENTINEL})
+        wrong = proxy_health.basic_header({"username": "crawler", "password": "nope"})
+
+        ok = proxy_health.probe(ip, req.port, 5.0, url, right)
+        assert (ok.healthy, ok.reason) == (True, "Reachable")
+        unsent = proxy_health.probe(ip, req.port, 5.0, url)
+        assert (unsent.healthy, unsent.reason) == (False, "ProxyAuthRequired")
+        assert "none were sent" in unsent.message
+        refused = proxy_health.probe(ip, req.port, 5.0, url, wrong)
+        assert (refused.healthy, refused.reason) == (False, "ProxyAuthRequired")
+        assert "refused the credentials" in refused.message
+        tcp_only = proxy_health.probe(ip, req.port, 5.0)  # no URL: a connect needs no credentials
+        assert tcp_only.healthy
+        for result in (ok, unsent, refused):
+            assert SENTINEL not in result.message and right.split()[1] not in result.message
