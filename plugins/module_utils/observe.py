@@ -62,15 +62,15 @@ class _NullSpan:
         return False
 
 
-def _observe_call(op: str, provider: Provider, telemetry, func, *args, bucket=None):
-    """``func(*args)`` recorded and traced; its last argument is the call's deadline, which also
-    bounds the wait for a rate-limit token (``bucket``)."""
+def _observe_call(op: str, provider: Provider, telemetry, func, *args, bucket=None, deadline=None):
+    """``func(*args)`` recorded and traced; the call's ``deadline`` (by default its last
+    argument) also bounds the wait for a rate-limit token (``bucket``)."""
     start = time.monotonic()
     outcome = OK
     with _span(op, provider) as span:
         try:
             if bucket is not None:
-                bucket.acquire(op, args[-1])
+                bucket.acquire(op, args[-1] if deadline is None else deadline)
             return func(*args)
         except Exception as exc:
             outcome = errors.class_of(exc)
@@ -110,7 +110,16 @@ class ObservedProvider(Provider):
 
     def sync_auth(self, provider_id, auth, deadline, apply=True):
         return _observe_call(
-            "sync_auth", self.inner, self.telemetry, self.inner.sync_auth, provider_id, auth, deadline, apply
+            "sync_auth",
+            self.inner,
+            self.telemetry,
+            self.inner.sync_auth,
+            provider_id,
+            auth,
+            deadline,
+            apply,
+            bucket=self.bucket,
+            deadline=deadline,
         )
 
     def id_for(self, name, placement, namespace=""):

@@ -131,3 +131,15 @@ def test_a_directory_that_is_not_private_is_refused(tmp_path, monkeypatch):
     assert info.value.error_class == errors.PERMANENT
     monkeypatch.setenv(rate_limit.ENV_DIR, str(tmp_path / "fresh"))
     assert oct(os.stat(rate_limit.bucket_dir()).st_mode & 0o777) == "0o700"
+
+
+def test_every_backend_call_of_the_wrapper_takes_a_token_sync_auth_included(tmp_path):
+    """sync_auth's last argument is not its deadline: the wrapper must still bound the wait by it."""
+    inner = Scripted("p")
+    inner.supports_auth = True
+    inner.sync_auth = lambda provider_id, auth, deadline, apply=True: "synced"
+    bucket = rate_limit.SharedTokenBucket(rate_limit.RateLimit(0.1, 1), "inst", "p", str(tmp_path))
+    wrapped = observe.observed(inner, observe.Telemetry(), bucket)
+    assert wrapped.sync_auth("scripted/a", {"username": "u"}, Deadline(5)) == "synced"
+    with pytest.raises(errors.ProviderError, match="no call slot before the deadline"):
+        wrapped.sync_auth("scripted/a", {"username": "u"}, Deadline(0.5), apply=False)
