@@ -32,8 +32,9 @@ def _interesting(old: dict | None, new: dict) -> bool:
 
 
 class Informer:
-    def __init__(self, kube, namespace: str | None, on_change, watch_timeout: int = 300):
+    def __init__(self, kube, namespace: str | None, on_change, watch_timeout: int = 300, lister=None):
         self.kube = kube
+        self.lister = lister or kube.list_proxies  # the pool reconciler lists ProxyPools with it
         self.namespace = namespace
         self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
         self.watch_timeout = watch_timeout
@@ -60,8 +61,15 @@ class Informer:
     def store(self, obj: dict) -> None:
         """Record a newer version the controller itself wrote (keeps the cache ahead of the watch)."""
         key = key_of(obj)
+        meta = obj.get("metadata") or {}
         with self._lock:
             current = self._cache.get(key)
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                # The answer to removing the last finalizer: the object no longer exists (its
+                # DELETED event may have come first), so it must not come back as a ghost.
+                if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+                    del self._cache[key]
+                return
             if _newer_or_other(obj, current):
                 self._cache[key] = obj
 
@@ -89,7 +97,7 @@ class Informer:
                 self._stop.wait(1.0)
 
     def _list(self) -> str:
-        listing = self.kube.list_proxies(self.namespace, _request_timeout=60)
+        listing = self.lister(self.namespace, _request_timeout=60)
         items = {key_of(o): o for o in listing.get("items", [])}
         with self._lock:
             old = self._cache
@@ -106,7 +114,7 @@ class Informer:
     def _watch_from(self, version: str) -> str:
         self._watch = watch.Watch()
         stream = self._watch.stream(
-            self.kube.list_proxies,
+            self.lister,
             self.namespace,
             resource_version=version,
             allow_watch_bookmarks=True,
