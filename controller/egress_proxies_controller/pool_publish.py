@@ -63,6 +63,11 @@ def sliceable(address: str) -> bool:
     return ip.version == 4 and not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
 
 
+def _without_age(text: str | None) -> list:
+    """proxies.json's entries without their ever-growing age: what decides a rewrite."""
+    return [{k: v for k, v in e.items() if k != "age"} for e in json.loads(text or "[]")]
+
+
 def _meta(pool: Pool, name: str, labels=None) -> dict:
     return {
         "name": name,
@@ -100,10 +105,7 @@ class Publisher:
             except LookupError as exc:
                 return ["endpoints not published: %s" % exc]
         data = render(ready, credentials, now)
-        # What decides a rewrite: the URLs and the entries without their ever-growing age.
-        stable = json.loads(data["proxies.json"])
-        for entry in stable:
-            entry.pop("age")
+        stable = _without_age(data["proxies.json"])  # with the URLs: what decides a rewrite
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -174,8 +176,5 @@ class Publisher:
             new = {k: base64.b64decode(v).decode() for k, v in body["data"].items()}
             if old.get("proxies.txt") != new.get("proxies.txt"):
                 return True
-            strip = lambda text: [  # noqa: E731 - the entries without their age
-                {k: v for k, v in e.items() if k != "age"} for e in json.loads(text or "[]")
-            ]
-            return strip(old.get("proxies.json")) != strip(new.get("proxies.json"))
+            return _without_age(old.get("proxies.json")) != _without_age(new.get("proxies.json"))
         return (current.get("endpoints") or []) != body["endpoints"] or current.get("ports") != body["ports"]
