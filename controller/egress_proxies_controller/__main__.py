@@ -139,6 +139,19 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--probe-url", default="", help="also GET this URL through each proxy (TCP connect only when unset)"
     )
+    g = p.add_argument_group("proxy pools (leader only)")
+    g.add_argument(
+        "--pool-interval",
+        type=float,
+        default=1.0,
+        help="seconds between looks at every ProxyPool (0 disables)",
+    )
+    g.add_argument(
+        "--pool-target-retry",
+        type=float,
+        default=300.0,
+        help="seconds a spread target whose member failed Permanent or Quota is skipped before a retry",
+    )
     g = p.add_argument_group("process")
     g.add_argument("--metrics-addr", default=":8080", help="serve /metrics here ('0' to disable)")
     g.add_argument("--health-addr", default=":8081", help="serve /healthz and /readyz here")
@@ -201,6 +214,8 @@ def main(argv=None) -> int:
     from .leader import LeaderElector
     from .manager import COMPONENT, Manager
     from .orphan_gc import OrphanGC
+    from .pool_metrics import PoolMetrics
+    from .pool_reconciler import PoolController
     from .provider_health import ProviderHealthMonitor
     from .providers_config import ProvidersConfig
     from .proxy_health import ProxyHealthEngine
@@ -380,6 +395,17 @@ def main(argv=None) -> int:
             timeout=args.probe_timeout,
             concurrency=args.probe_concurrency,
             url=args.probe_url,
+        ).start(),
+        PoolController(
+            kube,
+            informer,
+            queue,
+            lambda: config.names if config.in_use else None,
+            PoolMetrics(metrics.registry),
+            args.namespace,
+            interval=args.pool_interval,
+            target_retry=args.pool_target_retry,
+            may_act=may_act,
         ).start(),
     ]
     stop.wait()

@@ -54,9 +54,16 @@ def _interesting(old: dict | None, new: dict) -> bool:
 
 class Informer:
     def __init__(
-        self, kube, namespace: str | None, on_change, watch_timeout: int = 300, page_size: int = PAGE_SIZE
+        self,
+        kube,
+        namespace: str | None,
+        on_change,
+        watch_timeout: int = 300,
+        page_size: int = PAGE_SIZE,
+        lister=None,
     ):
         self.kube = kube
+        self.lister = lister or kube.list_proxies  # the pool reconciler lists ProxyPools with it
         self.namespace = namespace
         self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
         self.watch_timeout = watch_timeout
@@ -86,8 +93,15 @@ class Informer:
         """Record a newer version the controller itself wrote (keeps the cache ahead of the watch)."""
         obj = trimmed(obj)
         key = key_of(obj)
+        meta = obj.get("metadata") or {}
         with self._lock:
             current = self._cache.get(key)
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                # The answer to removing the last finalizer: the object no longer exists (its
+                # DELETED event may have come first), so it must not come back as a ghost.
+                if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+                    del self._cache[key]
+                return
             if _newer_or_other(obj, current):
                 self._cache[key] = obj
 
@@ -143,14 +157,14 @@ class Informer:
             if token:
                 kwargs["_continue"] = token
             try:
-                page = self.kube.list_proxies(self.namespace, **kwargs)
+                page = self.lister(self.namespace, **kwargs)
             except ApiException as exc:
                 if exc.status != 410 or not token:
                     raise
                 log.info(
                     "list continuation expired (410) after %d objects: listing without pages", len(objects)
                 )
-                page = self.kube.list_proxies(self.namespace, _request_timeout=60)
+                page = self.lister(self.namespace, _request_timeout=60)
                 self.list_pages += 1
                 meta = page.get("metadata") or {}
                 return [trimmed(o) for o in page.get("items", [])], meta.get("resourceVersion")
@@ -165,7 +179,7 @@ class Informer:
     def _watch_from(self, version: str) -> str:
         self._watch = watch.Watch()
         stream = self._watch.stream(
-            self.kube.list_proxies,
+            self.lister,
             self.namespace,
             resource_version=version,
             allow_watch_bookmarks=True,

@@ -87,16 +87,9 @@ class Proxy:
     def from_object(cls, obj: dict) -> Proxy:
         meta = obj.get("metadata") or {}
         return cls(
-            namespace=meta.get("namespace", ""),
-            name=meta.get("name", ""),
-            uid=meta.get("uid", ""),
-            generation=int(meta.get("generation") or 0),
-            deleting=bool(meta.get("deletionTimestamp")),
-            finalizers=tuple(meta.get("finalizers") or ()),
+            **object_fields(obj),
             annotations=dict(meta.get("annotations") or {}),
             spec=ProxySpec.from_object(obj),
-            status=dict(obj.get("status") or {}),
-            resource_version=str(meta.get("resourceVersion") or ""),
         )
 
     @property
@@ -107,6 +100,21 @@ class Proxy:
     def made_by(self) -> str:
         """The provider that made the current instance (status.provider; older status: the spec's)."""
         return self.status.get("provider") or self.spec.provider
+
+
+def object_fields(obj: dict) -> dict:
+    """The fields every reconciled object's snapshot has (a Proxy's, a ProxyPool's)."""
+    meta = obj.get("metadata") or {}
+    return {
+        "namespace": meta.get("namespace", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "generation": int(meta.get("generation") or 0),
+        "deleting": bool(meta.get("deletionTimestamp")),
+        "finalizers": tuple(meta.get("finalizers") or ()),
+        "status": dict(obj.get("status") or {}),
+        "resource_version": str(meta.get("resourceVersion") or ""),
+    }
 
 
 def instance_name(uid: str) -> str:

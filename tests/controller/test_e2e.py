@@ -144,15 +144,19 @@ def _tiny_range() -> str:
     return "%s.%d/30" % (base, 4 * random.randint(1, 60))
 
 
-@pytest.fixture
-def e2e(controller_api, kube_cluster, kube_namespace, tmp_path):
-    env = E2E(controller_api, kube_cluster, kube_namespace, tmp_path)
+def started(env):
+    """The body of a fixture: ``env``'s controller started and ready, cleaned up afterwards."""
     env.controller.start()
     env.controller.wait_ready()
     try:
         yield env
     finally:
         env.cleanup()
+
+
+@pytest.fixture
+def e2e(controller_api, kube_cluster, kube_namespace, tmp_path):
+    yield from started(E2E(controller_api, kube_cluster, kube_namespace, tmp_path))
 
 
 def http_through(proxy_ip: str, port: int, origin_port: int) -> dict:

@@ -55,3 +55,18 @@ def test_a_newer_event_or_another_uid_replaces_the_cached_object(monkeypatch):
     inf.store(version("10", providerID="local/proxy-x"))
     inf._watch_from("8")
     assert inf.get("ns/p1")["metadata"]["uid"] == "uid-2"
+
+
+def test_the_answer_to_the_last_finalizer_removal_leaves_no_ghost(monkeypatch):
+    """The patch that removes the last finalizer answers with the object as it was just before
+    the API server deleted it; its DELETED event can arrive first. Storing that answer kept a
+    ghost in the cache for good (a pool counted it as a member and never finished deleting)."""
+    final = version("12")
+    final["metadata"].update(deletionTimestamp="2026-12-01T10:00:00Z", finalizers=[])
+    inf = watch_events(monkeypatch, [{"type": "DELETED", "object": version("12")}])
+    inf.store(version("11"))
+    inf._watch_from("10")
+    inf.store(final)
+    assert inf.get("ns/p1") is None
+    inf.store(version("13", uid="uid-2"))  # a new object of that name is cached as usual
+    assert inf.get("ns/p1")["metadata"]["uid"] == "uid-2"

@@ -1,0 +1,298 @@
+"""The ProxyPool reconciler: keeps a pool's member Proxies as a ReplicaSet keeps its Pods.
+
+Level-triggered: every ``interval`` (1 s) each cached pool is compared with its members (the
+Proxy informer's cache, which follows their status) and the difference is acted on: members are
+created with generated names, the pool label, their target and revision labels and a controller
+ownerReference to the pool; members are deleted (UID precondition) when scaled down, rotated or
+rolled; the Ready ones are published (pool_publish); the status and Events are written. The
+existing Proxy reconciler does all instance work: a member is an ordinary Proxy.
+
+A member created or deleted is put into the Proxy informer's cache at once (and queued for the
+Proxy reconciler), so the next tick counts it even before its watch event arrives: no double
+creates. A target is skipped while its provider is not in the providers file, or for
+``target_retry`` seconds after one of its current members latched PermanentError or
+QuotaExceeded (it keeps its Ready members; the rest of its share goes to the other targets).
+The pool's finalizer holds it until every member is gone, so deleting a pool deletes every
+member, and through their finalizers every instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from . import conditions, pool_rollout, pool_spread, pool_status
+from .informer import Informer, key_of
+from .loops import PeriodicLoop
+from .pool_kube import PoolKube
+from .pool_model import (
+    POOL_FINALIZER,
+    POOL_KIND,
+    POOL_LABEL,
+    REVISION_LABEL,
+    TARGET_LABEL,
+    Member,
+    Pool,
+    owner_reference,
+    owner_uid,
+    parse_time,
+)
+from .pool_publish import Publisher
+
+log = logging.getLogger("egress_proxies_controller.pool")
+COMPONENT = "egress-proxies-controller"
+
+
+class PoolController(PeriodicLoop):
+    name = "pools"
+
+    def __init__(
+        self,
+        kube,
+        proxy_informer,
+        queue,
+        configured,
+        metrics,
+        namespace: str | None,
+        *,
+        interval: float = 1.0,
+        target_retry: float = 300.0,
+        may_act=lambda: True,
+        clock=time.time,
+    ):
+        super().__init__(interval)
+        self.kube = kube
+        self.pools = PoolKube(kube)
+        self.proxies = proxy_informer
+        self.queue = queue
+        self.configured = configured  # () -> the providers file's names in use (None: none yet)
+        self.metrics = metrics  # PoolMetrics
+        self.target_retry = target_retry
+        self.may_act = may_act
+        self.clock = clock
+        self.informer = Informer(kube, namespace, lambda _key: None, lister=self.pools.list_pools)
+        self.publisher = Publisher(self.pools)
+        self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
+        self._problems = {}  # pool uid -> the publication problems last reported
+        self._seen = {}  # pool key -> (uid, target names), to drop the metrics of a pool gone
+
+    def start(self):
+        import threading
+
+        threading.Thread(target=self.informer.run, name="pool-informer", daemon=True).start()
+        return super().start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.informer.stop()
+        super().stop(timeout)
+
+    def round(self) -> None:
+        if not (self.informer.synced.is_set() and self.proxies.synced.is_set()) or not self.may_act():
+            return
+        owned = {}
+        for key in self.proxies.cache_keys():
+            obj = self.proxies.get(key)
+            uid = owner_uid(obj or {})
+            if uid:
+                owned.setdefault(uid, []).append(obj)
+        keys = set(self.informer.cache_keys())
+        self._touched = []
+        try:
+            for key in keys:
+                obj = self.informer.get(key)
+                if obj is None:
+                    continue
+                try:
+                    self.reconcile(obj, owned.get(obj["metadata"]["uid"], []))
+                except Exception:
+                    log.exception("pool %s: reconcile failed", key)
+        finally:
+            # The members made or deleted this tick go to the Proxy reconciler together, so
+            # one tick's creates of a provider are one run (not one run each).
+            for key in self._touched:
+                self.queue.add(key)
+        for key in set(self._seen) - keys:
+            uid, targets = self._seen.pop(key)
+            namespace, name = key.split("/", 1)
+            self.metrics.forget(namespace, name, targets)
+            self.publisher.forget(uid)
+            self._problems.pop(uid, None)
+
+    # -- one pool ------------------------------------------------------------------------
+
+    def reconcile(self, obj: dict, member_objs: list) -> None:
+        pool = Pool.from_object(obj)
+        self._seen[key_of(obj)] = (pool.uid, [t.name for t in pool.targets])
+        if pool.deleting:
+            self._finalize(obj, pool, member_objs)
+            return
+        if POOL_FINALIZER not in pool.finalizers:
+            written = self.pools.set_finalizer(obj, True)
+            if written is None:
+                return  # changed meanwhile: the next tick reads it again
+            self.informer.store(written)
+            obj, pool = written, Pool.from_object(written)
+        configured = self.configured()
+        if configured is None:
+            return  # no good providers file yet: every target would look unconfigured
+        configured = set(configured)
+        members = [Member.from_object(o) for o in member_objs]
+        by_name = {o["metadata"]["name"]: o for o in member_objs}
+        now = self.clock()
+        revisions = {t.name: pool.revision(t) for t in pool.targets}
+        degraded = self._degraded(pool, members, revisions, configured, now)
+        # A skipped target keeps its Ready members, none at all when its provider is gone.
+        providers = {t.name: t.provider for t in pool.targets}
+        caps = {
+            name: 0
+            if providers[name] not in configured
+            else sum(1 for m in members if m.target == name and m.ready and m.revision == revisions[name])
+            for name in degraded
+        }
+        desired = pool_spread.desired(pool.replicas, pool.targets, caps)
+        # A member being deleted on a provider that left the file cannot go until it is back:
+        # it does not hold the pool's room for replacements.
+        counted = [m for m in members if not (m.deleting and m.provider not in configured)]
+        surge, unavailable = pool_rollout.budget(pool.replicas, pool.max_surge, pool.max_unavailable)
+        plan = pool_rollout.plan(
+            counted, desired, revisions, now, pool.max_age, pool.replicas, surge, unavailable
+        )
+        events, done = [], []
+        for name in plan.deletes:
+            member = next(m for m in members if m.name == name)
+            reason = self._why(member, revisions, pool, now)
+            gone = self.pools.delete_proxy(pool.namespace, name, by_name[name]["metadata"]["uid"])
+            self._store_deleting(gone, name)
+            self._touched.append("%s/%s" % (pool.namespace, name))
+            self.metrics.deleted.labels(pool.namespace, pool.name, reason).inc()
+            log.info("pool %s/%s: deleted member %s (%s)", pool.namespace, pool.name, name, reason)
+            events.append(("Normal", "MemberDeleted", "deleted member %s (%s)" % (name, reason)))
+            done.append(name)
+        created = 0
+        for target in pool.targets:
+            for _i in range(plan.creates.get(target.name, 0)):
+                made = self.pools.create_proxy(pool.namespace, self._member_body(pool, target, revisions))
+                self.proxies.store(made)
+                self._touched.append(key_of(made))
+                self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
+                log.info(
+                    "pool %s/%s: created member %s (target %s)",
+                    pool.namespace,
+                    pool.name,
+                    made["metadata"]["name"],
+                    target.name,
+                )
+                created += 1
+        if created:
+            events.append(("Normal", "MembersCreated", "created %d member(s)" % created))
+        remaining = [m for m in members if m.name not in done]
+        problems = self.publisher.publish(pool, remaining, now)
+        if problems != self._problems.get(pool.uid, []):  # said once per change, not every tick
+            for problem in problems:
+                log.warning("pool %s/%s: %s", pool.namespace, pool.name, problem)
+                events.append(("Warning", "PublishFailed", problem))
+            self._problems[pool.uid] = problems
+        progress = (
+            "created %d, deleted %d member(s)" % (created, len(done))
+            if created or done
+            else "waiting for members"
+        )
+        stamp = conditions.now_rfc3339()
+        status, status_events = pool_status.compute(
+            pool, [m for m in members if m.name not in done], desired, degraded, plan, stamp, progress
+        )
+        events += status_events
+        if status != (obj.get("status") or {}):
+            written = self.pools.write_status(obj, status)
+            if written is not None:
+                self.informer.store(written)
+            else:
+                events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated", "PublishFailed")]
+        for event_type, reason, message in events:
+            self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
+        self._observe(pool, status, desired)
+
+    def _degraded(self, pool: Pool, members: list, revisions: dict, configured: set, now: float) -> dict:
+        """Target -> (reason, since) for every target skipped now."""
+        before = {t.get("name"): t for t in pool.status.get("targets") or [] if t.get("degraded")}
+        out = {}
+        for target in pool.targets:
+            since = (before.get(target.name) or {}).get("degradedSince") or conditions.now_rfc3339()
+            if target.provider not in configured:
+                out[target.name] = ("provider %r is not in the providers file" % target.provider, since)
+                continue
+            failing = [
+                m
+                for m in members
+                if m.target == target.name
+                and m.failure
+                and m.revision == revisions[target.name]
+                and not m.deleting
+            ]
+            if failing:
+                out[target.name] = ("member %s: %s" % (failing[0].name, failing[0].failure), since)
+            elif (
+                target.name in before
+                and before[target.name]["degraded"].startswith("member ")  # not "provider ...": it is back
+                and now - parse_time(since) < self.target_retry
+            ):
+                out[target.name] = (before[target.name]["degraded"], since)
+        return out
+
+    @staticmethod
+    def _why(member: Member, revisions: dict, pool: Pool, now: float) -> str:
+        if member.target not in revisions:
+            return "TargetRemoved"
+        if member.revision != revisions[member.target]:
+            return "Outdated"
+        if pool.max_age and now - member.created >= pool.max_age:
+            return "MaxAge"
+        if member.failure:
+            return "Failed"
+        return "ScaleDown"
+
+    def _store_deleting(self, obj, name: str) -> None:
+        """Put a member its finalizer holds into the cache at once (a member deleted outright
+        is left to its watch event: storing it would keep a ghost)."""
+        meta = (obj or {}).get("metadata") or {}
+        if meta.get("name") == name and meta.get("deletionTimestamp"):
+            self.proxies.store(obj)
+
+    def _member_body(self, pool: Pool, target, revisions: dict) -> dict:
+        return {
+            "apiVersion": "crawl.example.com/v1alpha1",
+            "kind": "Proxy",
+            "metadata": {
+                "generateName": pool.name[:52] + "-",
+                "namespace": pool.namespace,
+                "labels": {
+                    POOL_LABEL: pool.name,
+                    TARGET_LABEL: target.name,
+                    REVISION_LABEL: revisions[target.name],
+                },
+                "ownerReferences": [owner_reference(pool)],
+            },
+            "spec": pool.member_spec(target),
+        }
+
+    def _finalize(self, obj: dict, pool: Pool, member_objs: list) -> None:
+        """The pool is being deleted: delete every member, release the pool once none is left."""
+        for member in member_objs:
+            meta = member["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            gone = self.pools.delete_proxy(pool.namespace, meta["name"], meta["uid"])
+            self._store_deleting(gone, meta["name"])
+            self._touched.append(key_of(member))
+            self.metrics.deleted.labels(pool.namespace, pool.name, "PoolDeleted").inc()
+        if not member_objs and POOL_FINALIZER in pool.finalizers:
+            written = self.pools.set_finalizer(obj, False)
+            if written is not None:
+                self.informer.store(written)
+
+    def _observe(self, pool: Pool, status: dict, desired: dict) -> None:
+        self.metrics.desired.labels(pool.namespace, pool.name).set(pool.replicas)
+        self.metrics.replicas.labels(pool.namespace, pool.name).set(status["replicas"])
+        self.metrics.ready.labels(pool.namespace, pool.name).set(status["readyReplicas"])
+        for target, count in desired.items():
+            self.metrics.target_desired.labels(pool.namespace, pool.name, target).set(count)

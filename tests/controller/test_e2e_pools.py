@@ -1,0 +1,291 @@
+"""ProxyPool end to end (issue 19): the real API server, the real controller process under the
+shipped RBAC, two local providers running real Squid, real traffic through every published URL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from cluster import kube_testlib
+from kubernetes import client as k8s
+
+from . import e2e_lib, test_e2e
+from .e2e_lib import condition
+from .pool_e2e_lib import PoolE2E
+
+pytestmark = [pytest.mark.squid]
+controller_api = e2e_lib.controller_api
+origin = test_e2e.origin
+
+
+@pytest.fixture
+def pools(controller_api, kube_cluster, kube_namespace, tmp_path):
+    yield from test_e2e.started(PoolE2E(controller_api, kube_cluster, kube_namespace, tmp_path))
+
+
+SPREAD = [
+    {"name": "main", "provider": "local", "weight": 2},
+    {"name": "side", "provider": "second", "weight": 1},
+]
+
+
+def _by_provider(members: list) -> dict:
+    out = {}
+    for m in members:
+        provider = m["status"].get("provider") or m["spec"]["provider"]
+        out[provider] = out.get(provider, 0) + 1
+    return out
+
+
+def _check_published(pools: PoolE2E, name: str, origin_port: int) -> list:
+    """The Secret and the EndpointSlice list exactly the Ready members; traffic goes through
+    every listed URL."""
+    ready = pools.ready_members(name)
+    urls, entries = pools.endpoints(name)
+    assert sorted(urls) == sorted("http://%s:%d" % (m["status"]["ip"], m["spec"]["port"]) for m in ready)
+    assert sorted(e["address"] for e in entries) == sorted(m["status"]["ip"] for m in ready)
+    assert {e["provider"] for e in entries} <= {"local", "second"}
+    # The API server takes no loopback address in an EndpointSlice: the local provider's members
+    # are in the Secret only (pool_publish.sliceable; the slice of routable ones: unit-tested).
+    assert pools.slice_addresses(name) == []
+    for url in urls:
+        host, port = url[len("http://") :].rsplit(":", 1)
+        assert test_e2e.http_through(host, int(port), origin_port)["client"] == host
+    return ready
+
+
+def test_a_pool_spreads_scales_publishes_and_goes_with_its_members(pools, origin):
+    pools.create_pool("web", {"replicas": 6, "template": {"port": 3128}, "spread": SPREAD})
+    obj = pools.wait_settled("web", 6)
+    ready = _check_published(pools, "web", origin)
+    assert _by_provider(ready) == {"local": 4, "second": 2}
+    member = ready[0]["metadata"]
+    ref = member["ownerReferences"][0]
+    assert (ref["kind"], ref["uid"], ref["controller"], ref["blockOwnerDeletion"]) == (
+        "ProxyPool",
+        obj["metadata"]["uid"],
+        True,
+        True,
+    )
+    assert member["name"].startswith("web-") and member["labels"]["crawl.example.com/pool"] == "web"
+    assert obj["status"]["selector"] == "crawl.example.com/pool=web"
+    service = k8s.CoreV1Api(pools.admin).read_namespaced_service("web", pools.namespace)
+    assert service.spec.cluster_ip == "None" and not service.spec.selector
+
+    scale = pools.scale("web", 3)  # what `kubectl scale` and an HPA write
+    assert scale["spec"]["replicas"] == 3
+    pools.wait_settled("web", 3)
+    assert _by_provider(_check_published(pools, "web", origin)) == {"local": 2, "second": 1}
+    read = pools.custom.get_namespaced_custom_object_scale(
+        e2e_lib.GROUP, e2e_lib.VERSION, pools.namespace, "proxypools", "web"
+    )
+    assert (read["status"]["replicas"], read["status"]["selector"]) == (3, "crawl.example.com/pool=web")
+
+    pools.scale("web", 8)
+    pools.wait_settled("web", 8)
+    assert _by_provider(_check_published(pools, "web", origin)) == {"local": 5, "second": 3}
+    reasons = {
+        e.reason
+        for e in k8s.CoreV1Api(pools.admin)
+        .list_namespaced_event(pools.namespace, field_selector="involvedObject.name=web")
+        .items
+    }
+    assert {"MembersCreated", "MemberDeleted", "Ready"} <= reasons
+    metrics = pools.controller.metrics()
+    assert 'egress_proxies_pool_ready_replicas{namespace="%s",pool="web"} 8.0' % pools.namespace in metrics
+
+    pools.delete_pool("web")
+    kube_testlib.wait_for("pool gone", lambda: pools.pool("web") is None, timeout=120)
+    assert pools.members("web") == []
+    assert pools.instances() == [] and pools.instances(pools.second_dir) == []
+
+
+def _ready_count(pools: PoolE2E, name: str) -> int:
+    return len(pools.ready_members(name))
+
+
+def test_a_rotation_keeps_the_budget_and_ends_with_every_member_younger_than_max_age(pools):
+    """maxAge set on a settled pool of 4 rotates every member, two at a time (maxSurge 1,
+    maxUnavailable 1): sampled every second, never fewer than 3 Ready nor more than 5 members;
+    once the last first member is gone every member is younger than maxAge.
+
+    maxAge must exceed the time a whole rotation takes here (two rounds of delete, create,
+    Ready), or the first replacements expire before the last original is replaced: it is four
+    times what the pool took to become Ready (one round), and at least 60 s."""
+    replicas = 4
+    started = time.monotonic()
+    pools.create_pool(
+        "rot",
+        {
+            "replicas": replicas,
+            "template": {"provider": "local"},
+            "strategy": {"maxSurge": 1, "maxUnavailable": 1},
+        },
+    )
+    pools.wait_settled("rot", replicas)
+    max_age = max(60, int(4 * (time.monotonic() - started)))
+    first = {m["metadata"]["name"] for m in pools.members("rot")}
+    pools.custom.patch_namespaced_custom_object(
+        e2e_lib.GROUP,
+        e2e_lib.VERSION,
+        pools.namespace,
+        "proxypools",
+        "rot",
+        {"spec": {"maxAge": "%ds" % max_age}},
+    )
+    ready_samples, member_samples = [], []
+    deadline = time.monotonic() + 2 * max_age + 120
+    while time.monotonic() < deadline:  # sampled every second until every first member is gone
+        members = pools.members("rot")
+        ready_samples.append(_ready_count(pools, "rot"))
+        member_samples.append(len(members))
+        names = {m["metadata"]["name"] for m in members}
+        obj = pools.pool("rot")
+        if not names & first and condition(obj, "Ready").get("status") == "True" and len(members) == replicas:
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError("rotation did not finish:\n%s\n%s" % (pools.describe("rot"), pools.pool_log()))
+    now = time.time()
+    ages = [now - _created(m) for m in pools.members("rot")]
+    assert min(ready_samples) >= replicas - 1, ready_samples  # never fewer than N - maxUnavailable
+    assert max(member_samples) <= replicas + 1, member_samples  # never more than N + maxSurge
+    assert all(age < max_age for age in ages), ages
+    assert len(ready_samples) > max_age / 2  # it was sampled through the whole rotation
+    deleted = [
+        e.message
+        for e in k8s.CoreV1Api(pools.admin)
+        .list_namespaced_event(pools.namespace, field_selector="involvedObject.name=rot")
+        .items
+        if e.reason == "MemberDeleted"
+    ]
+    assert deleted and all("MaxAge" in message for message in deleted), deleted
+
+
+def _created(member: dict) -> float:
+    import datetime
+
+    stamp = member["metadata"]["creationTimestamp"].replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(stamp).timestamp()
+
+
+def test_a_target_whose_provider_leaves_the_file_moves_its_share_to_the_other(pools):
+    pools.create_pool(
+        "mv",
+        {
+            "replicas": 3,
+            "template": {},
+            "spread": SPREAD,
+            "strategy": {"maxSurge": 1, "maxUnavailable": 0},
+        },
+    )
+    pools.wait_settled("mv", 3)
+    assert _by_provider(pools.ready_members("mv")) == {"local": 2, "second": 1}
+    without = dict(
+        pools.providers, providers=[p for p in pools.providers["providers"] if p["name"] != "second"]
+    )
+    pools.controller.write_providers(without)
+
+    def moved(obj):
+        ready = pools.ready_members("mv")
+        return (
+            condition(obj, "SpreadDegraded").get("status") == "True"
+            and len(ready) == 3
+            and _by_provider(ready) == {"local": 3}
+        )
+
+    obj = pools.wait_pool("mv", moved, "the share of target side on local")
+    degraded = condition(obj, "SpreadDegraded")
+    assert "side" in degraded["message"] and "second" in degraded["message"]
+    assert next(t for t in obj["status"]["targets"] if t["name"] == "side")["desired"] == 0
+    reasons = {
+        e.reason
+        for e in k8s.CoreV1Api(pools.admin)
+        .list_namespaced_event(pools.namespace, field_selector="involvedObject.name=mv")
+        .items
+    }
+    assert "SpreadDegraded" in reasons
+    pools.controller.write_providers(pools.providers)  # back: its share returns, the stuck deletion ends
+    pools.wait_pool(
+        "mv",
+        lambda o: (
+            condition(o, "SpreadDegraded").get("status") == "False"
+            and _by_provider(pools.ready_members("mv")) == {"local": 2, "second": 1}
+            and len(pools.members("mv")) == 3
+        ),
+        "the split back at 2:1",
+        timeout=150,
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"replicas": 2, "template": {}}, "template.provider or at least one spread target"),
+        ({"template": {"provider": "local"}, "strategy": {"maxSurge": "lots"}}, "spec.strategy.maxSurge"),
+        (
+            {"template": {"provider": "local"}, "strategy": {"maxUnavailable": -1}},
+            "spec.strategy.maxUnavailable",
+        ),
+        ({"template": {"provider": "local"}, "maxAge": "soon"}, "spec.maxAge"),
+        ({"template": {"provider": "local"}, "replicas": -1}, "spec.replicas"),
+        ({"template": {"provider": "local", "auth": {"secretRef": {}}}}, "spec.template.auth.secretRef.name"),
+        (
+            {"template": {"provider": "local"}, "spread": [{"name": "a", "provider": "x", "weight": -1}]},
+            "weight",
+        ),
+        ({"template": {"provider": "local"}, "bogus": 1}, "spec.bogus"),
+    ],
+)
+def test_the_api_server_rejects_a_bad_pool_naming_the_field(controller_api, kube_namespace, spec, field):
+    from kubernetes.client.exceptions import ApiException
+
+    custom = k8s.CustomObjectsApi(controller_api)
+    body = {
+        "apiVersion": "crawl.example.com/v1alpha1",
+        "kind": "ProxyPool",
+        "metadata": {"name": "bad"},
+        "spec": spec,
+    }
+    with pytest.raises(ApiException) as caught:
+        custom.create_namespaced_custom_object(
+            e2e_lib.GROUP, e2e_lib.VERSION, kube_namespace, "proxypools", body, field_validation="Strict"
+        )
+    assert caught.value.status in (400, 422)
+    assert field in caught.value.body, caught.value.body
+    assert (
+        custom.list_namespaced_custom_object(e2e_lib.GROUP, e2e_lib.VERSION, kube_namespace, "proxypools")[
+            "items"
+        ]
+        == []
+    )
+
+
+def test_the_endpoints_carry_the_auth_secrets_credentials_and_nothing_else_does(pools, origin):
+    password = "p@ss:%s" % time.time_ns()
+    k8s.CoreV1Api(pools.admin).create_namespaced_secret(
+        pools.namespace,
+        {"metadata": {"name": "creds"}, "stringData": {"username": "crawler", "password": password}},
+    )
+    pools.create_pool(
+        "auth", {"replicas": 1, "template": {"provider": "local", "auth": {"secretRef": {"name": "creds"}}}}
+    )
+    obj = pools.wait_settled("auth", 1)
+    (url,) = pools.endpoints("auth")[0]
+    (member,) = pools.ready_members("auth")
+    encoded = password.replace("@", "%40").replace(":", "%3A")
+    assert url == "http://crawler:%s@%s:3128" % (encoded, member["status"]["ip"])
+    # The request with the URL's credentials goes through (refusing one without them is the
+    # Squid side of auth, tested with the Proxy's spec.auth).
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": url}))
+    with opener.open("http://127.0.0.1:%d/via-proxy" % origin, timeout=10) as response:
+        assert response.status == 200
+    assert password not in json.dumps(obj) and encoded not in json.dumps(obj)
+    events = k8s.CoreV1Api(pools.admin).list_namespaced_event(pools.namespace).items
+    assert all(password not in (e.message or "") and encoded not in (e.message or "") for e in events)
+    log = pools.controller.tail(100000)
+    assert password not in log and encoded not in log

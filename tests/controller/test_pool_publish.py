@@ -1,0 +1,121 @@
+"""What a pool publishes, without a cluster: the endpoints Secret's two keys (credentials
+percent-encoded in the URLs, nothing else carrying them), which addresses an EndpointSlice may
+hold, and the Publisher's rules (an object the pool does not own is never overwritten; nothing is
+rewritten while what it says is unchanged)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from egress_proxies_controller.pool_model import Member, Pool
+from egress_proxies_controller.pool_publish import Publisher, render, sliceable
+
+NOW = 1_800_000_000.0
+
+
+def member(name, ip, ready=True, created=NOW - 30) -> Member:
+    return Member(name, "a", "r", created, ready, ip=ip, port=3128, provider="local", zone="z1")
+
+
+def test_render_lists_ready_members_only_with_credentials_encoded():
+    members = [member("b", "10.0.0.2"), member("a", "10.0.0.1"), member("c", "10.0.0.3", ready=False)]
+    data = render(members, ("crawler", "p@ss:w/rd"), NOW)
+    assert data["proxies.txt"] == (
+        "http://crawler:p%40ss%3Aw%2Frd@10.0.0.1:3128\nhttp://crawler:p%40ss%3Aw%2Frd@10.0.0.2:3128\n"
+    )
+    entries = json.loads(data["proxies.json"])
+    assert [e["address"] for e in entries] == ["10.0.0.1", "10.0.0.2"]
+    assert entries[0] == {
+        "name": "a",
+        "address": "10.0.0.1",
+        "port": 3128,
+        "provider": "local",
+        "zone": "z1",
+        "createdAt": "2027-01-15T07:59:30Z",
+        "age": 30,
+    }
+    assert "p@ss" not in data["proxies.json"] and "crawler" not in data["proxies.json"]
+    assert render(members, None, NOW)["proxies.txt"].splitlines()[0] == "http://10.0.0.1:3128"
+
+
+def test_only_routable_ipv4_addresses_go_into_an_endpoint_slice():
+    assert sliceable("10.1.2.3") and sliceable("34.76.1.2")
+    assert not sliceable("127.3.4.5") and not sliceable("169.254.1.1") and not sliceable("")
+    assert not sliceable("::1") and not sliceable("not-an-ip")
+
+
+class FakeKube:
+    """The PoolKube surface the Publisher uses, holding objects by (kind, name)."""
+
+    def __init__(self):
+        self.objects, self.writes = {}, []
+        self.credentials = ("u", "secret-pass")
+
+    def read(self, kind, _namespace, name):
+        obj = self.objects.get((kind, name))
+        return json.loads(json.dumps(obj)) if obj else None
+
+    def create(self, kind, _namespace, body):
+        self.writes.append(("create", kind))
+        self.objects[(kind, body["metadata"]["name"])] = dict(
+            body, metadata=dict(body["metadata"], resourceVersion="1")
+        )
+
+    def replace(self, kind, _namespace, body):
+        self.writes.append(("replace", kind))
+        self.objects[(kind, body["metadata"]["name"])] = body
+
+    def auth_credentials(self, _namespace, _name):
+        return self.credentials
+
+
+def pool(auth=True) -> Pool:
+    template = {"port": 3128, "auth": {"secretRef": {"name": "creds"}}} if auth else {"port": 3128}
+    return Pool.from_object(
+        {"metadata": {"name": "web", "namespace": "ns", "uid": "pool-uid"}, "spec": {"template": template}}
+    )
+
+
+def test_publisher_creates_then_rewrites_only_on_change():
+    kube, clock = FakeKube(), [0.0]
+    pub = Publisher(kube, resync=60, clock=lambda: clock[0])
+    members = [member("a", "10.0.0.1")]
+    assert pub.publish(pool(), members, NOW) == []
+    assert sorted(kube.writes) == [("create", "EndpointSlice"), ("create", "Secret"), ("create", "Service")]
+    secret = kube.objects[("Secret", "web-endpoints")]
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == "pool-uid"
+    text = base64.b64decode(secret["data"]["proxies.txt"]).decode()
+    assert text == "http://u:secret-pass@10.0.0.1:3128\n"
+    slice_ = kube.objects[("EndpointSlice", "web")]
+    assert slice_["metadata"]["labels"]["kubernetes.io/service-name"] == "web"
+    assert [e["addresses"] for e in slice_["endpoints"]] == [["10.0.0.1"]]
+    assert kube.objects[("Service", "web")]["spec"]["clusterIP"] == "None"
+    assert "selector" not in kube.objects[("Service", "web")]["spec"]
+    kube.writes.clear()
+    pub.publish(pool(), members, NOW + 5)  # only the age moved: nothing is written
+    assert kube.writes == []
+    pub.publish(pool(), [*members, member("b", "10.0.0.2")], NOW + 6)
+    assert sorted(kube.writes) == [("replace", "EndpointSlice"), ("replace", "Secret")]
+
+
+def test_publisher_never_overwrites_an_object_the_pool_does_not_own():
+    kube = FakeKube()
+    kube.objects[("Secret", "web-endpoints")] = {
+        "metadata": {"name": "web-endpoints", "resourceVersion": "3"}
+    }
+    problems = Publisher(kube).publish(pool(auth=False), [member("a", "10.0.0.1")], NOW)
+    assert problems == ["Secret web-endpoints exists and is not this pool's: left as it is"]
+    assert ("replace", "Secret") not in kube.writes
+
+
+def test_an_unreadable_auth_secret_publishes_nothing_and_names_no_value():
+    kube = FakeKube()
+
+    def fail(_ns, _name):
+        raise LookupError("auth Secret ns/creds has no key 'password'")
+
+    kube.auth_credentials = fail
+    problems = Publisher(kube).publish(pool(), [member("a", "10.0.0.1")], NOW)
+    assert problems == ["endpoints not published: auth Secret ns/creds has no key 'password'"]
+    assert kube.writes == []
