@@ -1,0 +1,31 @@
+"""The fault matrix: every scenario on every column it applies to, the invariants after each.
+
+One test per cell; a cell fails with the invariants it broke. Results (recovery time, faults
+injected, invariants checked) go to tests/output/fault-matrix.json for docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from faults import provider_round
+from faults.scenarios_network import SCENARIOS as NETWORK
+
+ALL = NETWORK
+CELLS = [pytest.param(s, c, id=s.id(c)) for s in ALL for c in s.columns]
+
+
+@pytest.mark.parametrize(("scenario", "column"), CELLS)
+def test_cell(scenario, column, target_of, record, toxiproxy):
+    target = target_of(column)
+    if scenario.flow == "round":
+        outcome = provider_round.run(target, scenario, lambda: {"toxiproxy log": toxiproxy.log_text()})
+    else:
+        outcome = scenario.flow(target, scenario)
+    record(outcome)
+    assert outcome.passed, "%s on %s broke invariants: %s (calls: %s)" % (
+        scenario.name,
+        column,
+        outcome.violations,
+        outcome.calls,
+    )
