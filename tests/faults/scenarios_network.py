@@ -65,6 +65,9 @@ def _t(name, kind, stream="downstream", **attributes):
     return Toxic(name, kind, stream=stream, attributes=attributes)
 
 
+#: the cheaper columns for the extra variants (libvirt's round costs several times more)
+HTTP = ("gcp", "kubernetes")
+
 SCENARIOS = [
     Scenario("net-down", "link down: connections refused, open ones dropped", NETWORKED, down),
     Scenario("net-flapping", "link down and up every second during the calls", NETWORKED, flapping),
@@ -124,5 +127,35 @@ SCENARIOS = [
         "every connection closed after 1 s, mid-exchange",
         NETWORKED,
         toxics(_t("to", "timeout", timeout=1000)),
+    ),
+    Scenario(
+        "net-latency-under-deadline",
+        "1 s latency on every answer, inside the deadline: everything must still work",
+        HTTP,
+        toxics(_t("lat1", "latency", latency=1000)),
+    ),
+    Scenario(
+        "net-latency-upstream",
+        "5 s latency on every request, beyond the deadline",
+        HTTP,
+        toxics(_t("latu5", "latency", "upstream", latency=5000)),
+    ),
+    Scenario(
+        "net-reset-some",
+        "a third of the connections reset as they open",
+        HTTP,
+        toxics(Toxic("rst30", "reset_peer", toxicity=0.33, attributes={"timeout": 0})),
+    ),
+    Scenario(
+        "net-request-cut",
+        "each connection closed after 200 bytes of request",
+        HTTP,
+        toxics(_t("cutu", "limit_data", "upstream", bytes=200)),
+    ),
+    Scenario(
+        "net-slow-close",
+        "connections closed 4 s late after the backend closed them",
+        HTTP,
+        toxics(_t("sc", "slow_close", delay=4000)),
     ),
 ]

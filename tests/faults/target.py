@@ -39,6 +39,11 @@ class Target:
         """``(name, uid, installation)`` of every instance on the backend, read directly."""
         raise NotImplementedError
 
+    def backend_processes(self) -> list:
+        """Pids of the instances' own processes on this machine (local Squids), which outlive a
+        run by design."""
+        return []
+
     def processes(self) -> list:
         """Processes a run left on this machine (only the local provider starts any)."""
         return []
@@ -78,8 +83,20 @@ class Target:
     def leftovers(self, provider_id: str) -> list:
         return self.backend.leftovers(provider_id)
 
+    def backend_dir(self) -> str:
+        """A directory of this session for run files (the scenario's playbooks and output)."""
+        import tempfile
+
+        if not hasattr(self, "_dir"):
+            self._dir = tempfile.mkdtemp(prefix="egress-faults-%s-" % self.column)
+        return self._dir
+
     def close(self) -> None:
         self.foreign_provider.delete(self.foreign_id, Deadline(60))
         self.foreign_provider.close()
         if self.link is not None:
             self.faulted.close()
+        if hasattr(self, "_dir"):
+            import shutil
+
+            shutil.rmtree(self._dir, ignore_errors=True)

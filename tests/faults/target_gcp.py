@@ -25,6 +25,11 @@ class GcpTarget(Target):
     def build_faulted(self):
         return self.backend.build(telemetry=self.telemetry, apiEndpoint="http://" + self.link.listen)
 
+    def providers_entry(self) -> dict:
+        """The provider as a providers-file entry (for the playbook scenarios), dialled directly."""
+        block = {"project": self.fake.project, "apiEndpoint": self.fake.endpoint}
+        return {"name": self.direct.name, "type": "gcp", "gcp": block}
+
     def records(self) -> list:
         with self.fake.state.lock:
             self.fake.state._advance()  # the fake moves its clock on each request: catch up first

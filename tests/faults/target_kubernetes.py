@@ -34,6 +34,10 @@ class KubernetesTarget(Target):
             yaml.safe_dump(config, handle)
         return self.backend.build(telemetry=self.telemetry, kubeconfig=path)
 
+    def providers_entry(self) -> dict:
+        block = {"kubeconfig": self.backend.identity.kubeconfig}
+        return {"name": self.direct.name, "type": "kubernetes", "kubernetes": block}
+
     def records(self) -> list:
         core = k8s.CoreV1Api(self.backend.admin)
         found = []

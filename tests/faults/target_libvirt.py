@@ -29,6 +29,13 @@ class LibvirtTarget(Target):
         host = dict(self.backend.block()["hosts"][0], name=HOST_NAME, address=self.link.listen)
         return self.backend.build(telemetry=self.telemetry, hosts=[host], knownHostsFile=known)
 
+    def providers_entry(self) -> dict:
+        return {
+            "name": self.direct.name,
+            "type": self.backend.type_name,
+            self.backend.type_name: self.backend.block(),
+        }
+
     def records(self) -> list:
         found = []
         namespace = metadata.namespace(self.backend.type_name)

@@ -19,6 +19,10 @@ class LocalTarget(Target):
     def __init__(self, tmp_path):
         super().__init__(LocalBackend(tmp_path), None)
 
+    def providers_entry(self) -> dict:
+        block = {"stateDir": self.backend.state_dir, "addressRange": self.backend.address_range}
+        return {"name": self.direct.name, "type": "local", "local": block}
+
     def records(self) -> list:
         found = []
         directory = self.backend.instances_dir
@@ -34,6 +38,9 @@ class LocalTarget(Target):
             labels = marks.get("labels", marks)
             found.append((name, labels.get(names.LABEL_UID, ""), labels.get(names.LABEL_INSTALL, "")))
         return found
+
+    def backend_processes(self) -> list:
+        return self.backend.squid_pids()
 
     def processes(self) -> list:
         """Squids of this state directory whose instance directory is gone (a leaked process)."""

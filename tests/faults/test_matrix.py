@@ -9,9 +9,12 @@ from __future__ import annotations
 import pytest
 
 from faults import provider_round
+from faults.scenarios_answers import SCENARIOS as ANSWERS
+from faults.scenarios_crashes import SCENARIOS as CRASHES
+from faults.scenarios_local import SCENARIOS as LOCAL
 from faults.scenarios_network import SCENARIOS as NETWORK
 
-ALL = NETWORK
+ALL = NETWORK + ANSWERS + LOCAL + CRASHES
 CELLS = [pytest.param(s, c, id=s.id(c)) for s in ALL for c in s.columns]
 
 
