@@ -77,6 +77,28 @@ def local_target(tmp_path_factory):
     target.close()
 
 
+@pytest.fixture(scope="session")
+def controller_target(kube_cluster, kube_admin, tmp_path_factory):
+    """The controller's end-to-end surroundings of tests/controller (shipped CRDs and RBAC, a
+    ServiceAccount kubeconfig, local providers), in a namespace of this session."""
+    from controller.test_e2e import E2E
+
+    from controller import e2e_lib
+
+    e2e_lib.install_api(kube_admin)
+    e2e_lib.install_kubernetes_provider_rbac(kube_admin)
+    namespace = kube_testlib.create_namespace(kube_admin)
+    env = E2E(kube_admin, kube_cluster, namespace, tmp_path_factory.mktemp("controller-target"))
+    env.column = "controller"
+    try:
+        yield env
+    finally:
+        try:
+            env.cleanup()
+        finally:
+            kube_testlib.delete_namespace(kube_admin, namespace)
+
+
 @pytest.fixture
 def target_of(request):
     """``target_of(column)``: the session target of that column (started on first use)."""

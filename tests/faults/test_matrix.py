@@ -10,12 +10,16 @@ import pytest
 
 from faults import provider_round
 from faults.scenarios_answers import SCENARIOS as ANSWERS
+from faults.scenarios_controller import SCENARIOS as CONTROLLER
 from faults.scenarios_crashes import SCENARIOS as CRASHES
 from faults.scenarios_local import SCENARIOS as LOCAL
 from faults.scenarios_network import SCENARIOS as NETWORK
+from faults.scenarios_operations import SCENARIOS as OPERATIONS
 
-ALL = NETWORK + ANSWERS + LOCAL + CRASHES
-CELLS = [pytest.param(s, c, id=s.id(c)) for s in ALL for c in s.columns]
+ALL = NETWORK + ANSWERS + LOCAL + CRASHES + OPERATIONS + CONTROLLER
+#: libvirt last: its fixture may wait for another session's machine-wide libvirt test lock
+ORDER = ("local", "gcp", "kubernetes", "controller", "libvirt")
+CELLS = [pytest.param(s, c, id=s.id(c)) for c in ORDER for s in ALL if c in s.columns]
 
 
 @pytest.mark.parametrize(("scenario", "column"), CELLS)
