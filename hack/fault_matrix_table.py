@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Render the fault matrix's results file into the table of docs/reliability.md.
 
 The matrix session (tests/faults, `make faults`) writes tests/output/fault-matrix.json; this

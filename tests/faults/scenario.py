@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 
@@ -19,3 +20,9 @@ class Scenario:
 
     def id(self, column: str) -> str:
         return "%s-%s" % (self.name, column)
+
+
+@contextlib.contextmanager
+def no_fault(target):
+    """The inject of a scenario whose flow makes its own fault (a kill, a broken file)."""
+    yield 1

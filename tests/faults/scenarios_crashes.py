@@ -10,11 +10,13 @@ import signal
 import time
 import uuid
 
+from contract import pids
+
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from faults import invariants, playbook_runs
 from faults.provider_round import sentinel_cloud_init
 from faults.results import Outcome
-from faults.scenario import Scenario
+from faults.scenario import Scenario, no_fault
 
 BATCH = 3
 #: kubernetes passes too (run by hand: 30-40 s a cell on 2 cores); left out of make test for time
@@ -47,8 +49,8 @@ def kill_mid_batch(victim: str):
         else:
             _kill(first.process.pid)
         first.wait(120)
-        survivors = [p for p in below if _alive(p)]
-        if not playbook_runs.wait_for(lambda: not [p for p in below if _alive(p)], 60):
+        survivors = [p for p in below if pids.running(p)]
+        if not playbook_runs.wait_for(lambda: not [p for p in below if pids.running(p)], 60):
             outcome.check(["%s of the killed run still alive 60 s later: %s" % (victim, survivors)])
             for pid in below:
                 _kill(pid)
@@ -104,32 +106,19 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-@contextlib.contextmanager
-def _nothing(target):
-    yield 1
-
-
 SCENARIOS = [
     Scenario(
         "crash-module-sigkill",
         "the module process SIGKILLed mid-batch, then the batch rerun",
         PLAYBOOK_COLUMNS,
-        _nothing,
+        no_fault,
         kill_mid_batch("module"),
     ),
     Scenario(
         "crash-playbook-sigkill",
         "ansible-playbook SIGKILLed mid-batch (its module left running), then the batch rerun",
         PLAYBOOK_COLUMNS,
-        _nothing,
+        no_fault,
         kill_mid_batch("playbook"),
     ),
 ]

@@ -12,7 +12,7 @@ import yaml
 
 from faults import invariants, playbook_runs
 from faults.results import Outcome
-from faults.scenario import Scenario
+from faults.scenario import Scenario, no_fault
 
 
 def _credential_path(target) -> str:
@@ -72,11 +72,6 @@ def providers_file_broken(target, scenario) -> Outcome:
     return outcome
 
 
-@contextlib.contextmanager
-def _nothing(target):
-    yield 1
-
-
 SCENARIOS = [
     Scenario(
         "ops-credentials-removed",
@@ -88,7 +83,7 @@ SCENARIOS = [
         "ops-providers-file-broken",
         "the providers file has a bad field for one run, then is fixed",
         ("local",),
-        _nothing,
+        no_fault,
         providers_file_broken,
     ),
 ]
