@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from faults import provider_round
+from faults.results import Outcome
 from faults.scenarios_answers import SCENARIOS as ANSWERS
 from faults.scenarios_controller import SCENARIOS as CONTROLLER
 from faults.scenarios_crashes import SCENARIOS as CRASHES
@@ -25,10 +26,14 @@ CELLS = [pytest.param(s, c, id=s.id(c)) for c in ORDER for s in ALL if c in s.co
 @pytest.mark.parametrize(("scenario", "column"), CELLS)
 def test_cell(scenario, column, target_of, record, toxiproxy):
     target = target_of(column)
-    if scenario.flow == "round":
-        outcome = provider_round.run(target, scenario, lambda: {"toxiproxy log": toxiproxy.log_text()})
-    else:
-        outcome = scenario.flow(target, scenario)
+    try:
+        if scenario.flow == "round":
+            outcome = provider_round.run(target, scenario, lambda: {"toxiproxy log": toxiproxy.log_text()})
+        else:
+            outcome = scenario.flow(target, scenario)
+    except Exception as exc:  # a cell that errors is a failed cell in the table, never a missing one
+        record(Outcome(scenario.name, column, scenario.description, violations=["error: %r" % exc]))
+        raise
     record(outcome)
     assert outcome.passed, "%s on %s broke invariants: %s (calls: %s)" % (
         scenario.name,
