@@ -8,7 +8,7 @@ export ANSIBLE_NOCOLOR := 1
 export NO_COLOR := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest molecule cluster-binaries guest-image clean
+.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest molecule faults toxiproxy-binary cluster-binaries guest-image clean
 
 demo: bootstrap
 	ansible-playbook playbooks/demo.yml
@@ -19,7 +19,7 @@ bootstrap:
 bootstrap-test:
 	@hack/timed.sh bootstrap hack/bootstrap.sh test
 
-test: bootstrap-test lint sanity cluster-binaries guest-image pytest molecule
+test: bootstrap-test lint sanity cluster-binaries toxiproxy-binary guest-image pytest molecule faults
 
 lint:
 	@hack/timed.sh ruff bash -c 'ruff check . && ruff format --check .'
@@ -43,10 +43,19 @@ guest-image:
 # and its duration stand apart in CI's output. Nothing requires it: one session holding both
 # works too (the machine-wide libvirt test lock is taken once per process and shared).
 pytest:
-	@hack/timed.sh pytest python -m pytest $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py
+	@hack/timed.sh pytest python -m pytest $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py --ignore=tests/faults
 
 molecule:
 	@hack/timed.sh "molecule scenarios (pytest tests/roles/test_molecule.py)" python -m pytest tests/roles/test_molecule.py
+
+# Toxiproxy for the fault matrix, built from its Go module once per machine (cold: ~20 s).
+toxiproxy-binary:
+	@hack/timed.sh "Toxiproxy (fault matrix)" tests/cluster/build_toxiproxy.sh
+
+# The fault matrix (docs/reliability.md) in a session of its own, like molecule: it writes
+# tests/output/fault-matrix.json, which hack/fault_matrix_table.py renders into the document.
+faults:
+	@hack/timed.sh "fault matrix (pytest tests/faults)" python -m pytest tests/faults
 
 clean:
 	rm -rf $(VENV) tests/output .pytest_cache .ruff_cache

@@ -69,6 +69,7 @@ EXCLUDED = (
     "tests/cluster/",
     "tests/guest/",
     "tests/roles/",
+    "tests/faults/",
     "tests/conftest.py",
     "changelogs/.plugin-cache.yaml",
 )

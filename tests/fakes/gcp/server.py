@@ -18,8 +18,9 @@ Routes (the subset the provider uses, shapes as in the public REST reference):
     GET    global/firewalls/{name}, POST global/firewalls, PATCH global/firewalls/{name}
     GET    regions/{r}                         regions.get with quotas
 
-Faults: ``inject(status=..., reason=..., method=..., path=..., times=..., delay=...)`` answers
-matching requests with an API error body (or only delays them when ``status`` is None);
+Faults: ``inject(status=..., reason=..., method=..., path=..., times=..., delay=..., raw=...,
+headers=...)`` answers matching requests with an API error body, or with ``raw`` bytes (no body,
+an HTML page, cut JSON), extra headers such as Retry-After, or only delays them (``status`` None);
 ``state.unreachable`` makes aggregatedList partial. ``requests`` is the log of every request.
 """
 
@@ -60,6 +61,8 @@ class Fault:
     times: int = 1  # -1: forever
     delay: float = 0.0
     hits: int = 0
+    raw: bytes | None = None  # sent as the body instead of an API error (no body, HTML, cut JSON)
+    headers: dict = dataclasses.field(default_factory=dict)  # extra answer headers (Retry-After)
 
     def matches(self, method: str, rest: str) -> bool:
         if self.times == 0:
@@ -119,12 +122,27 @@ class FakeCompute:
 
     # -- faults and the log ----------------------------------------------------------------
 
-    def inject(self, status=None, reason="", message="", method="", path="", times=1, delay=0.0) -> Fault:
+    def inject(
+        self,
+        status=None,
+        reason="",
+        message="",
+        method="",
+        path="",
+        times=1,
+        delay=0.0,
+        raw=None,
+        headers=None,
+    ) -> Fault:
+        """Answer matching requests with ``status`` and an API error body (or ``raw`` bytes as
+        the body, as a proxy, a load balancer or a cut connection would), or only delay them."""
         if status is not None and not reason:
             message, reason, _domain = FAULT_MESSAGES.get(
                 status, ("injected failure", "backendError", "global")
             )
-        fault = Fault(status, reason, message or "injected failure", method, path, times, delay)
+        fault = Fault(
+            status, reason, message or "injected failure", method, path, times, delay, 0, raw, headers or {}
+        )
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -237,6 +255,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
+            if fault.status is not None and fault.raw is not None:
+                self._send_raw(fault.status, fault.raw, fault.headers)
+                return
             if fault.status is not None:
                 error = ApiError(
                     fault.status,
@@ -244,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
                     fault.reason,
                     FAULT_MESSAGES.get(fault.status, ("", "", "global"))[2],
                 )
-                self._send(fault.status, error.body())
+                self._send(fault.status, error.body(), fault.headers)
                 return
         try:
             status, payload = self.fake.handle(self.command, rest, query, body)
@@ -252,11 +273,15 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = exc.code, exc.body()
         self._send(status, payload)
 
-    def _send(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode("utf-8")
+    def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+        self._send_raw(status, json.dumps(payload).encode("utf-8"), headers or {})
+
+    def _send_raw(self, status: int, data: bytes, headers: dict) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=UTF-8")
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -1,0 +1,189 @@
+"""The controller under crashes: SIGKILLed after a create before its status write, after a
+delete before the finalizer is removed, and in the middle of a batch's runner run. After a
+restart every Proxy must be Ready with exactly one instance (counted in the local provider's
+state directory), nothing latched Permanent, the cloud-init sentinel (from a Secret) nowhere
+in the log, status, Events or the controller's files, and no process of the killed run alive."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import time
+import uuid
+
+from cluster import kube_testlib
+from controller.e2e_lib import GROUP, PLURAL, VERSION
+from kubernetes import client as k8s
+
+from faults import playbook_runs
+from faults.results import Outcome
+from faults.scenario import Scenario, no_fault
+
+CONTROLLER = ("controller",)
+
+
+def _secret(env) -> tuple:
+    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
+    name = "ci-" + uuid.uuid4().hex[:8]
+    user_data = base64.b64encode(("#cloud-config\n# %s\n" % sentinel).encode()).decode()
+    k8s.CoreV1Api(env.admin).create_namespaced_secret(
+        env.namespace, {"metadata": {"name": name}, "data": {"user-data": user_data}}
+    )
+    return sentinel, {"provider": "local", "cloudInit": {"secretRef": {"name": name, "key": "user-data"}}}
+
+
+def _uids_on_backend(env) -> list:
+    found = []
+    for name in env.instances():
+        with open(
+            os.path.join(env.state_dir, "instances", name, "instance.json"), encoding="utf-8"
+        ) as handle:
+            found.append(json.load(handle)["proxy-operator-uid"])
+    return found
+
+
+def _run_processes(env) -> list:
+    """Processes whose command line names the controller's runner directory (its runs)."""
+    runner = os.path.join(env.controller.workdir, "runner").encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                    if runner in handle.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _check_after(env, outcome: Outcome, names: list, sentinel: str) -> None:
+    """The invariants once the restarted controller has settled."""
+    objs = [env.custom.get_namespaced_custom_object(GROUP, VERSION, env.namespace, PLURAL, n) for n in names]
+    uids = [o["metadata"]["uid"] for o in objs]
+    on_backend = _uids_on_backend(env)
+    outcome.check(
+        ["Proxy uid %s has %d instances" % (u, on_backend.count(u)) for u in uids if on_backend.count(u) != 1]
+    )
+    outcome.check(["instance of uid %s has no live Proxy" % u for u in on_backend if u not in uids])
+    latched = [
+        o["metadata"]["name"]
+        for o in objs
+        for c in (o.get("status") or {}).get("conditions", [])
+        if c.get("reason") == "PermanentError" and c.get("status") == "True"
+    ]
+    outcome.check(["%s latched PermanentError" % n for n in latched])
+    texts = {"controller log": env.controller.tail(100000), "status": json.dumps(objs)}
+    for name in names:
+        texts["events of %s" % name] = repr(env.events(name))
+    grep = subprocess.run(
+        ["grep", "-rl", sentinel, env.controller.workdir], capture_output=True, text=True, check=False
+    )
+    texts["files"] = sentinel if grep.stdout else ""
+    outcome.check(["the sentinel is in %s" % w for w, t in texts.items() if sentinel in t])
+
+
+def _finish(env, outcome: Outcome, names: list) -> None:
+    """Delete the Proxies, wait for them to go, stop the controller; nothing may be left."""
+    for name in names:
+        env.delete(name)
+    for name in names:
+        env.wait_gone(name, timeout=120)
+    env.controller.stop()
+    outcome.check(["left behind: instance %s" % n for n in env.instances()])
+    outcome.check(["left behind: run process %d" % p for p in _run_processes(env)])
+
+
+def killed_at(fault: str):
+    """SIGKILL through the controller's fault point ``after-create`` or ``after-delete``."""
+
+    def flow(env, scenario) -> Outcome:
+        outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
+        sentinel, spec = _secret(env)
+        name = "f-" + uuid.uuid4().hex[:8]
+        if fault == "after-delete":
+            env.controller.start()
+            env.controller.wait_ready()
+            env.create(name, spec)
+            env.wait_ready(name)
+            env.controller.stop()
+        env.controller.start(fault=fault)
+        env.controller.wait_ready()
+        if fault == "after-delete":
+            env.delete(name)
+        else:
+            env.create(name, spec)
+        kube_testlib.wait_for("the fault's SIGKILL", lambda: env.controller.proc.poll() is not None, 120)
+        env.controller._log.close()
+        restarted = time.monotonic()
+        env.controller.start()
+        env.controller.wait_ready()
+        if fault == "after-delete":
+            env.wait_gone(name, timeout=120)
+            outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
+            outcome.check(["left behind: instance %s" % n for n in env.instances()])
+            _finish(env, outcome, [])
+        else:
+            env.wait_ready(name, timeout=120)
+            outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
+            _check_after(env, outcome, [name], sentinel)
+            _finish(env, outcome, [name])
+        outcome.calls = ["killed by fault %s, rc %s" % (fault, "137")]
+        return outcome
+
+    return flow
+
+
+def killed_mid_run(env, scenario) -> Outcome:
+    """Three Proxies created at once; SIGKILL once the first instance is on the backend."""
+    outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
+    sentinel, spec = _secret(env)
+    names = ["m%d-%s" % (i, uuid.uuid4().hex[:6]) for i in range(3)]
+    env.controller.start()
+    env.controller.wait_ready()
+    for name in names:
+        env.create(name, spec)
+    playbook_runs.wait_for(lambda: env.instances() != [], 120)
+    env.controller.kill()
+    survivors = _run_processes(env)
+    if not playbook_runs.wait_for(lambda: not _run_processes(env), 60):
+        outcome.check(["run processes alive 60 s after the controller's SIGKILL: %s" % survivors])
+    else:
+        outcome.check([])
+    restarted = time.monotonic()
+    env.controller.start()
+    env.controller.wait_ready()
+    for name in names:
+        env.wait_ready(name, timeout=120)
+    outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
+    _check_after(env, outcome, names, sentinel)
+    _finish(env, outcome, names)
+    outcome.calls = ["killed with %d run processes alive" % len(survivors)]
+    return outcome
+
+
+SCENARIOS = [
+    Scenario(
+        "ctl-sigkill-after-create",
+        "controller SIGKILLed after a create, before its status write",
+        CONTROLLER,
+        no_fault,
+        killed_at("after-create"),
+    ),
+    Scenario(
+        "ctl-sigkill-after-delete",
+        "controller SIGKILLed after a delete, before the finalizer is removed",
+        CONTROLLER,
+        no_fault,
+        killed_at("after-delete"),
+    ),
+    Scenario(
+        "ctl-sigkill-mid-run",
+        "controller SIGKILLed during a batch's runner run (three Proxies)",
+        CONTROLLER,
+        no_fault,
+        killed_mid_run,
+    ),
+]

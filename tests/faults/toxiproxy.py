@@ -1,0 +1,107 @@
+"""A small typed client for Toxiproxy's HTTP API (the server of tests/faults/toxiproxy_server.py).
+
+Only what the matrix uses: create a proxy in front of a backend, switch it off and on ("down":
+connections refused), and add or remove toxics. Toxic attributes follow Toxiproxy's README:
+latency (ms), timeout (ms, 0 = black hole), bandwidth (KB/s), reset_peer (ms), slicer
+(average_size and size_variation in bytes, delay in microseconds), limit_data (bytes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import urllib.error
+import urllib.request
+
+#: the toxic types the matrix injects, with the attributes each takes
+TOXIC_TYPES = ("latency", "timeout", "bandwidth", "reset_peer", "slicer", "limit_data", "slow_close")
+
+
+class ToxiproxyError(RuntimeError):
+    """Toxiproxy's API refused a request (the message carries its status and body)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Toxic:
+    name: str
+    type: str
+    stream: str = "downstream"  # downstream: backend -> client; upstream: client -> backend
+    toxicity: float = 1.0
+    attributes: dict = dataclasses.field(default_factory=dict)
+
+    def body(self) -> dict:
+        if self.type not in TOXIC_TYPES:
+            raise ValueError("unknown toxic type %r (known: %s)" % (self.type, ", ".join(TOXIC_TYPES)))
+        return {
+            "name": self.name,
+            "type": self.type,
+            "stream": self.stream,
+            "toxicity": self.toxicity,
+            "attributes": self.attributes,
+        }
+
+
+@dataclasses.dataclass
+class Proxy:
+    """One proxy: clients dial ``listen`` (``127.0.0.1:port``), it forwards to ``upstream``."""
+
+    api: Toxiproxy
+    name: str
+    listen: str
+    upstream: str
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rsplit(":", 1)[1])
+
+    def set_enabled(self, enabled: bool) -> None:
+        """Disabled: the listener is closed (new dials refused) and open connections dropped."""
+        self.api.call("POST", "/proxies/" + self.name, {"enabled": enabled})
+
+    def add(self, toxic: Toxic) -> None:
+        self.api.call("POST", "/proxies/%s/toxics" % self.name, toxic.body())
+
+    def remove(self, toxic_name: str) -> None:
+        self.api.call("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name))
+
+    def toxics(self) -> list:
+        return [t["name"] for t in self.api.call("GET", "/proxies/%s/toxics" % self.name)]
+
+    def heal(self) -> None:
+        """Every toxic removed and the proxy enabled: the link is clean again. Open connections
+        are dropped first: Toxiproxy removes a toxic only once its streams move, which an idle
+        keep-alive connection (the Kubernetes client's) may never do."""
+        self.set_enabled(False)
+        for name in self.toxics():
+            self.remove(name)
+        self.set_enabled(True)
+
+
+class Toxiproxy:
+    def __init__(self, api_url: str, timeout: float = 10.0):
+        self.api_url = api_url.rstrip("/")
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.api_url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                text = answer.read()
+        except urllib.error.HTTPError as exc:
+            raise ToxiproxyError("%s %s: %d %s" % (method, path, exc.code, exc.read()[:300])) from exc
+        return json.loads(text) if text.strip() else None
+
+    def version(self) -> str:
+        request = urllib.request.Request(self.api_url + "/version")
+        with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            return answer.read().decode().strip()
+
+    def create(self, name: str, upstream: str) -> Proxy:
+        """A proxy on a free loopback port (Toxiproxy binds port 0 and reports the port)."""
+        answer = self.call("POST", "/proxies", {"name": name, "listen": "127.0.0.1:0", "upstream": upstream})
+        return Proxy(self, name, answer["listen"], answer["upstream"])
+
+    def delete(self, name: str) -> None:
+        self.call("DELETE", "/proxies/" + name)
