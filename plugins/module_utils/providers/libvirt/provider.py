@@ -196,7 +196,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         try:
             with self.locked(provider_id, deadline):
                 conn = self.hosts.get(host, deadline)
-                had_domain = remove.remove_domain(conn, name, self.type_name)
+                had_domain = remove.remove_domain(conn, host.pool, name, self.type_name, self.installation)
                 volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
                 remove.verify_gone(conn, host.pool, name, self.type_name)
         except Exception as exc:
