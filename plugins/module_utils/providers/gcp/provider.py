@@ -103,7 +103,16 @@ class GcpProvider(contract.Provider, contract.Checker):
         deadline.check(what)
         budget = deadline.budget(CALL_BUDGET_SECONDS)
         call = functools.partial(method, *args, timeout=budget)
-        return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+        try:
+            return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+        except abandon.CallAbandoned as exc:
+            token_uri = getattr(self.api, "pending_token_uri", lambda: "")()
+            if not token_uri:
+                raise
+            raise abandon.CallAbandoned(
+                "%s: the OAuth token refresh at %s did not answer in time (credentialsFile %s)"
+                % (exc, token_uri, self.config.credentials_file)
+            ) from exc
 
     def _resource(self, *path: str) -> str:
         """The resource path the API names in its 404 (``projects/<project>/...``)."""
