@@ -47,3 +47,18 @@ def adoption_refusal(instance, uid: str, installation: str) -> str:
     if instance.uid != uid:
         return "instance %s belongs to uid %s, not %s" % (instance.name, excerpt(instance.uid), excerpt(uid))
     return ""
+
+
+def foreign(what: str, managed: bool, marked_installation: str, installation: str) -> str:
+    """Why a provider's own ``delete`` must not remove ``what`` (its managed mark and its
+    installation mark as read back), or ``""``: the check every provider makes itself, so a
+    direct call, GC and a playbook's id are all refused the same way."""
+    if not managed:
+        return "%s is not managed by this collection (no managed mark); refusing to delete it" % what
+    if marked_installation != installation:
+        return "%s belongs to installation %s, not %s; refusing to delete it" % (
+            what,
+            excerpt(marked_installation) if marked_installation else "(none)",
+            installation,
+        )
+    return ""

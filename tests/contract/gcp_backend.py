@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import random
 
+import pytest
 from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
 from fakes.not_found_server import BODIES, NotFoundServer
@@ -139,3 +140,13 @@ class GcpBackend:
         for provider in self._built:
             provider.close()
         self.fake.stop()
+
+
+@pytest.fixture(name="backend")
+def gcp_backend():
+    """A harness with its own fake API server, stopped at teardown."""
+    harness = GcpBackend()
+    try:
+        yield harness
+    finally:
+        harness.teardown()

@@ -1,9 +1,9 @@
 """Session fixtures for every test that needs the real hypervisor: import ``libvirt_host`` and
-``image_host`` into the test module. One host per process, however many modules import them:
-the first fixture use starts it, the last session finalizer stops it. A start that failed is
-not tried again by every later test: they fail at once with the same error. The domain type
-the host chose (hypervisor_probe.py) is printed once, past pytest's capture, and again in the
-summary."""
+``image_host`` (and ``backend``, the kvm2 harness) into the test module. One host per process,
+however many modules import them: the first fixture use starts it, the last session finalizer
+stops it. A start that failed is not tried again by every later test: they fail at once with
+the same error. The domain type the host chose (hypervisor_probe.py) is printed once, past
+pytest's capture, and again in the summary."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import tempfile
 import pytest
 from fakes.image_server import ImageServer
 
+from contract.libvirt_backend import LibvirtContractBackend
 from contract.libvirt_host import LibvirtHost, make_image
 
 _shared = {"host": None, "images": None, "users": 0, "error": None}
@@ -40,10 +41,22 @@ class Images:
         with tempfile.TemporaryDirectory() as scratch:
             self.data, self.sha256 = make_image(scratch)
         self.server.files["/base.qcow2"] = self.data
+        self._made = 0
 
     @property
     def url(self) -> str:
         return self.server.url("/base.qcow2")
+
+    def distinct(self, label: str) -> tuple:
+        """A qcow2 of content no other image of this process has (base volumes are named by
+        content, so a test that needs a download of its own needs its own bytes), served at
+        ``/<label>-<n>.qcow2``; returns ``(path, data, sha256)``."""
+        self._made += 1
+        with tempfile.TemporaryDirectory() as scratch:
+            data, sha256 = make_image(scratch, size="%dM" % (64 + self._made))
+        path = "/%s-%d.qcow2" % (label, self._made)
+        self.server.files[path] = data
+        return path, data, sha256
 
 
 def _acquire():
@@ -89,3 +102,13 @@ def libvirt_host(request):
 @pytest.fixture(scope="session")
 def image_host(libvirt_host):
     return _shared["images"]
+
+
+@pytest.fixture
+def backend(libvirt_host, image_host):
+    """The contract harness for ``kvm2`` on the shared host; its teardown checks for leftovers."""
+    harness = LibvirtContractBackend(libvirt_host, image_host)
+    try:
+        yield harness
+    finally:
+        harness.teardown()

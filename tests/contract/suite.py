@@ -360,6 +360,32 @@ class ContractSuite:
             assert_class(exc_info, errors.TRANSIENT)
             assert backend.provider.get(provider_id, dl(backend)).uid == req.uid
 
+    def test_delete_never_removes_an_unmarked_instance(self, backend):
+        """The provider itself refuses, not only ``proxy_instance``: GC, a playbook's id and a
+        direct call all reach ``delete``."""
+        req = backend.request(new_uid())
+        backend.create_unmarked(req.name)
+        provider_id = backend.provider.id_for(req.name, req.placement, req.namespace)
+        assert provider_id, "the harness's request must let id_for name the instance"
+        with pytest.raises(ProviderError) as exc_info:
+            backend.provider.delete(provider_id, dl(backend))
+        assert_class(exc_info, errors.PERMANENT)
+        assert "not managed" in str(exc_info.value)
+        assert backend.leftovers(provider_id), "the unmarked instance was deleted"
+
+    def test_delete_never_removes_another_installations_instance(self, backend):
+        req = backend.request(new_uid())
+        other = backend.another_provider(installation="other-" + uuid.uuid4().hex[:8])
+        provider_id = other.create(req, dl(backend))
+        try:
+            with pytest.raises(ProviderError) as exc_info:
+                backend.provider.delete(provider_id, dl(backend))
+            assert_class(exc_info, errors.PERMANENT)
+            assert other.installation in str(exc_info.value)  # says whose it is
+            assert other.get(provider_id, dl(backend)).uid == req.uid
+        finally:
+            other.delete(provider_id, dl(backend))
+
     # -- ListByTag ---------------------------------------------------------------------------
 
     def test_list_by_tag_excludes_unmarked_includes_ours(self, backend):

@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from contract.gcp_backend import GcpBackend
+from contract.gcp_backend import GcpBackend, gcp_backend
 from contract.suite import ContractSuite
 
-
-@pytest.fixture
-def backend():
-    harness = GcpBackend()
-    try:
-        yield harness
-    finally:
-        harness.teardown()
+backend = gcp_backend  # the fixture, by the name the suite asks for
 
 
 class TestGcpContract(ContractSuite):

@@ -23,15 +23,7 @@ pytestmark = pytest.mark.libvirt
 # The shared hypervisor fixtures (one host per test process).
 libvirt_host = libvirt_fixtures.libvirt_host
 image_host = libvirt_fixtures.image_host
-
-
-@pytest.fixture
-def backend(libvirt_host, image_host):
-    harness = LibvirtContractBackend(libvirt_host, image_host)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
+backend = libvirt_fixtures.backend
 
 
 class TestLibvirtContract(ContractSuite):
@@ -75,7 +67,8 @@ def test_full_lifecycle(backend):
     provider.delete(provider_id, dl())
     assert klass(lambda: provider.get(provider_id, dl())) == errors.NOT_FOUND
     assert instance_volumes(host, req.name) == []
-    assert "egress-image-base" in host.volumes()  # the base image stays cached
+    # the base stays cached: no user left, but the catalogue still names it
+    assert ids.base_volume(backend.images.sha256[: ids.DIGEST_CHARS]) in host.volumes()
     assert provider.list_by_tag(dl()) == []
     print("lifecycle timings (s): %s" % {k: round(v, 3) for k, v in timings.items()})
 
@@ -120,13 +113,11 @@ def test_volumes_left_without_a_domain_are_listed_and_collected(backend):
 
 def test_sshd_stopped_mid_create_is_transient_leaks_nothing_and_retries(backend, image_host):
     """The image download is held half-sent while sshd (and the provider's session) dies."""
-    path = "/held-%s.qcow2" % uuid.uuid4().hex[:8]
-    image_host.server.files[path] = image_host.data
+    path, data, sha256 = image_host.distinct("held")
+    marker = ids.base_marker_volume(sha256[: ids.DIGEST_CHARS])
     sent, release = threading.Event(), threading.Event()
-    image_host.server.hold[path] = (len(image_host.data) // 2, sent, release)
-    provider = backend.build(
-        images={"held": {"url": image_host.server.url(path), "sha256": image_host.sha256}}
-    )
+    image_host.server.hold[path] = (len(data) // 2, sent, release)
+    provider = backend.build(images={"held": {"url": image_host.server.url(path), "sha256": sha256}})
     req = backend.request(str(uuid.uuid4()), image="held")
     outcome = {}
 
@@ -148,13 +139,13 @@ def test_sshd_stopped_mid_create_is_transient_leaks_nothing_and_retries(backend,
     backend.host.start_sshd()
     del image_host.server.hold[path]
     volumes = backend.host.volumes()
-    assert "egress-image-held.sha256" not in volumes  # a cut-off image is never trusted
+    assert marker not in volumes  # a cut-off image is never trusted
     assert not any(v.startswith(req.name + ".") and not v.endswith(".marks") for v in volumes)
     # what was left (at most the marks volume) is visible to GC and deleted by delete
     for instance in provider.list_by_tag(dl()):
         assert instance.name == req.name and instance.state == contract.TERMINATED
     provider_id = provider.create(req, dl())  # retried cleanly on a fresh connection
-    assert "egress-image-held.sha256" in backend.host.volumes()
+    assert marker in backend.host.volumes()
     provider.delete(provider_id, dl())
     assert instance_volumes(backend.host, req.name) == []
 
@@ -207,23 +198,21 @@ def test_sha256_mismatch_is_permanent_and_caches_nothing(backend, image_host):
     req = backend.request(str(uuid.uuid4()), image="bad")
     assert klass(lambda: provider.create(req, dl())) == errors.PERMANENT
     volumes = backend.host.volumes()
-    assert "egress-image-bad" not in volumes and "egress-image-bad.sha256" not in volumes
+    assert not [v for v in volumes if v.startswith(ids.base_volume("0" * ids.DIGEST_CHARS))]
     assert [d for d in backend.host.direct().listAllDomains(0) if d.name() == req.name] == []
 
 
 def test_download_cut_off_is_transient_unmarked_and_retried_cleanly(backend, image_host):
-    path = "/cut-%s.qcow2" % uuid.uuid4().hex[:8]
-    image_host.server.files[path] = image_host.data
-    image_host.server.cut[path] = len(image_host.data) // 3
-    provider = backend.build(
-        images={"cut": {"url": image_host.server.url(path), "sha256": image_host.sha256}}
-    )
+    path, data, sha256 = image_host.distinct("cut")
+    base = ids.base_volume(sha256[: ids.DIGEST_CHARS])
+    image_host.server.cut[path] = len(data) // 3
+    provider = backend.build(images={"cut": {"url": image_host.server.url(path), "sha256": sha256}})
     req = backend.request(str(uuid.uuid4()), image="cut")
     assert klass(lambda: provider.create(req, dl())) == errors.TRANSIENT
-    assert "egress-image-cut.sha256" not in backend.host.volumes()
+    assert base + ids.MARKER_SUFFIX not in backend.host.volumes()
     del image_host.server.cut[path]
     provider_id = provider.create(req, dl())
-    assert {"egress-image-cut", "egress-image-cut.sha256"} <= set(backend.host.volumes())
+    assert {base, base + ids.MARKER_SUFFIX} <= set(backend.host.volumes())
     assert image_host.server.requests[path] == 2
     provider.delete(provider_id, dl())
 

@@ -78,7 +78,8 @@ def test_full_lifecycle_and_its_api_calls(gcp):
 
     fake.reset_log()
     provider.delete(provider_id, Deadline(10))
-    assert calls(fake) == ["GET zones/%s/operations" % ZONE, "DELETE " + path]
+    # the operations (a delete running?), the marks (ours?), the delete
+    assert calls(fake) == ["GET zones/%s/operations" % ZONE, "GET " + path, "DELETE " + path]
     assert fake.log()[0].query["filter"] == ['targetLink eq ".*/zones/%s/instances/%s"' % (ZONE, req.name)]
     assert provider.get(provider_id, Deadline(10)).state == contract.STOPPED  # STOPPING while deleting
     end = time.monotonic() + 10

@@ -15,6 +15,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 
 IMAGE = b"QFI\xfb" + bytes(range(256)) * 40  # 10 KiB "qcow2"
 IMAGE_SHA = hashlib.sha256(IMAGE).hexdigest()
+BASE = "egress-base-" + IMAGE_SHA[:32]  # the base volume of IMAGE: named by content
 
 
 def block(server, hosts=("h1",), **overrides) -> dict:

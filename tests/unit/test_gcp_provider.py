@@ -493,7 +493,7 @@ def test_delete_submits_once_and_not_again_while_running():
     provider, seam = make()
     seam.instances[(ZONE, NAME)] = ours()
     provider.delete(PID, Deadline(5))
-    assert seam.names() == ["list_zone_operations", "delete_instance"]
+    assert seam.names() == ["list_zone_operations", "get_instance", "delete_instance"]
     seam.operations[ZONE] = [op("delete", status="RUNNING")]
     seam.calls.clear()
     provider.delete(PID, Deadline(5))
@@ -503,7 +503,24 @@ def test_delete_submits_once_and_not_again_while_running():
 def test_delete_of_a_gone_instance_succeeds():
     provider, seam = make()
     provider.delete(PID, Deadline(5))
-    assert seam.names() == ["list_zone_operations", "delete_instance"]
+    assert seam.names() == ["list_zone_operations", "get_instance"]
+
+
+@pytest.mark.parametrize(
+    ("item", "whose"),
+    [
+        (instance(name=NAME, labels={"team": "web"}), "not managed"),
+        (ours(install="elsewhere"), "installation 'elsewhere'"),
+    ],
+    ids=["unmarked", "another installation"],
+)
+def test_delete_refuses_an_instance_that_is_not_ours(item, whose):
+    provider, seam = make()
+    seam.instances[(ZONE, NAME)] = item
+    with pytest.raises(errors.ProviderError) as exc_info:
+        provider.delete(PID, Deadline(5))
+    assert klass(exc_info) == errors.PERMANENT and whose in str(exc_info.value)
+    assert seam.names() == ["list_zone_operations", "get_instance"]  # never delete_instance
 
 
 def test_delete_forgets_a_failed_insert_so_get_answers_not_found():
@@ -518,7 +535,7 @@ def test_delete_forgets_a_failed_insert_so_get_answers_not_found():
     provider.delete(PID, Deadline(5))
     assert seam.names()[-4:] == [
         "list_zone_operations",
-        "delete_instance",
+        "get_instance",  # proven missing: nothing to delete
         "delete_zone_operation",
         "delete_zone_operation",
     ]
@@ -555,6 +572,7 @@ def test_a_404_that_does_not_name_the_instance_is_never_not_found(error):
         ("list_instances_page", lambda p: p.list_by_tag(Deadline(5))),
     ):
         provider, seam = make()
+        seam.instances[(ZONE, NAME)] = ours()  # so a delete reaches delete_instance
         seam.fail(method, error)
         with pytest.raises(errors.ProviderError) as exc_info:
             call(provider)

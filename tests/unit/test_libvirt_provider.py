@@ -23,7 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     metadata,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.guard import Budgets
-from unit.libvirt_support import IMAGE, make, request
+from unit.libvirt_support import BASE, IMAGE, make, request
 
 GIB = 1024**3
 
@@ -59,13 +59,13 @@ def test_create_builds_marks_image_overlay_seed_domain_and_starts(image_server):
     host = hosts["h1"]
     volumes = host.volumes()
     assert set(volumes) == {
-        "egress-image-tiny",
-        "egress-image-tiny.sha256",
+        BASE,
+        BASE + ".sha256",
         *ids.instance_volumes(req.name, "kvm2"),
     }
-    assert volumes["egress-image-tiny"]["data"] == IMAGE
+    assert volumes[BASE]["data"] == IMAGE
     overlay = volumes[ids.overlay_volume(req.name, "kvm2")]
-    assert overlay["backing"] == "/pools/default/egress-image-tiny" and overlay["capacity"] == 10 * GIB
+    assert overlay["backing"] == "/pools/default/" + BASE and overlay["capacity"] == 10 * GIB
     marks = metadata.parse_volume_json(volumes[ids.marks_volume(req.name, "kvm2")]["data"], "kvm2", req.name)
     assert (marks.uid, marks.installation, marks.managed) == ("uid-1", "inst-a", True)
     dom = host.domains[req.name]
@@ -173,7 +173,7 @@ def test_url_image_is_downloaded_without_a_digest(image_server):
     image_server.files["/other.qcow2"] = b"other image"
     provider, _dialer, hosts = make(image_server)
     provider.create(request(image=image_server.url("/other.qcow2")), dl())
-    url_volumes = [v for v in hosts["h1"].volumes() if v.startswith("egress-image-url-")]
+    url_volumes = [v for v in hosts["h1"].volumes() if v.startswith("egress-base-url-")]
     assert len(url_volumes) == 2
 
 
@@ -202,7 +202,7 @@ def test_sha256_mismatch_is_permanent_and_caches_nothing(image_server):
     image_server.files["/tiny.qcow2"] = IMAGE[:-1] + b"X"
     assert klass(lambda: provider.create(request(), dl())) == errors.PERMANENT
     volumes = hosts["h1"].volumes()
-    assert "egress-image-tiny" not in volumes and "egress-image-tiny.sha256" not in volumes
+    assert BASE not in volumes and BASE + ".sha256" not in volumes
     assert hosts["h1"].domains == {}
 
 
@@ -211,22 +211,29 @@ def test_cut_off_download_is_transient_unmarked_and_retried_cleanly(image_server
     image_server.files["/tiny.qcow2"] = IMAGE
     image_server.cut["/tiny.qcow2"] = len(IMAGE) // 2
     assert klass(lambda: provider.create(request(), dl())) == errors.TRANSIENT
-    assert "egress-image-tiny.sha256" not in hosts["h1"].volumes()
+    assert BASE + ".sha256" not in hosts["h1"].volumes()
     del image_server.cut["/tiny.qcow2"]
     provider.create(request(), dl())
-    assert hosts["h1"].volumes()["egress-image-tiny"]["data"] == IMAGE
+    assert hosts["h1"].volumes()[BASE]["data"] == IMAGE
     assert image_server.requests["/tiny.qcow2"] == 2
 
 
-def test_image_without_valid_marker_is_fetched_again(image_server):
+def test_image_without_valid_marker_is_fetched_again_only_when_unused(image_server):
     provider, _dialer, hosts = make(image_server)
-    provider.create(request("a"), dl())
+    first = provider.create(request("a"), dl())
     volumes = hosts["h1"].volumes()
-    volumes["egress-image-tiny.sha256"]["data"] = b"0" * 64 + b" " + image_server.url("/tiny.qcow2").encode()
+    bad = b"0" * 64 + b" " + image_server.url("/tiny.qcow2").encode()
+    volumes[BASE + ".sha256"]["data"] = bad
+    # an overlay backs onto the base: it is never replaced under it
+    assert klass(lambda: provider.create(request("b"), dl())) == errors.TRANSIENT
+    assert image_server.requests["/tiny.qcow2"] == 1 and volumes[BASE + ".sha256"]["data"] == bad
+    provider.delete(first, dl())  # the last user is gone: now an untrusted copy may be replaced
     provider.create(request("b"), dl())
     assert image_server.requests["/tiny.qcow2"] == 2
-    assert volumes["egress-image-tiny.sha256"]["data"].startswith(
-        b"%s " % hashlib.sha256(IMAGE).hexdigest().encode()
+    assert (
+        hosts["h1"]
+        .volumes()[BASE + ".sha256"]["data"]
+        .startswith(b"%s " % hashlib.sha256(IMAGE).hexdigest().encode())
     )
 
 
@@ -261,7 +268,7 @@ def test_a_leftover_overlay_is_never_reused(image_server):
         provider.create(req, dl())
         overlay = host.volumes()[overlay_name]
         assert overlay["data"] == b"", change
-        assert overlay["capacity"] == 10 * GIB and overlay["backing"] == "/pools/default/egress-image-tiny"
+        assert overlay["capacity"] == 10 * GIB and overlay["backing"] == "/pools/default/" + BASE
 
 
 def test_seed_is_always_rebuilt(image_server):
@@ -367,15 +374,20 @@ def test_malformed_and_unconfigured_ids_are_permanent(image_server):
 # -- delete ----------------------------------------------------------------------------------
 
 
-def test_delete_removes_domain_and_volumes_keeps_image_and_is_idempotent(image_server):
+def test_delete_removes_domain_and_volumes_keeps_a_used_base_and_is_idempotent(image_server):
     provider, _dialer, hosts = make(image_server)
+    other = provider.create(request("other"), dl())
     req = request()
     provider_id = provider.create(req, dl())
     host = hosts["h1"]
     created_calls = len(host.calls)
     provider.delete(provider_id, dl())
-    assert host.domains == {}
-    assert set(host.volumes()) == {"egress-image-tiny", "egress-image-tiny.sha256"}
+    assert set(host.domains) == {request("other").name}
+    assert set(host.volumes()) == {
+        BASE,
+        BASE + ".sha256",
+        *ids.instance_volumes(request("other").name, "kvm2"),
+    }
     provider.delete(provider_id, dl())
     assert klass(lambda: provider.get(provider_id, dl())) == errors.NOT_FOUND
     order = [
@@ -386,6 +398,8 @@ def test_delete_removes_domain_and_volumes_keeps_image_and_is_idempotent(image_s
     assert order[:2] == ["domain_destroy", "domain_undefine"]
     deleted = [c[2][1] for c in host.calls if c[1] == "volume_delete"][-3:]
     assert deleted[-1] == ids.marks_volume(req.name, "kvm2")
+    provider.delete(other, dl())  # the base's last user, but the catalogue names it: kept as a cache
+    assert set(host.volumes()) == {BASE, BASE + ".sha256"}
 
 
 def test_delete_finishes_any_partial_state(image_server):
@@ -699,6 +713,6 @@ def test_an_image_download_that_trickles_is_bounded_by_the_deadline(image_server
         started = time.monotonic()
         assert klass(lambda: provider.create(request(), Deadline(2))) == errors.TRANSIENT
         assert time.monotonic() - started < 8, "the trickling download held create"
-        assert not [v for v in hosts["h1"].volumes() if v.startswith("egress-image-")], "nothing half-cached"
+        assert not [v for v in hosts["h1"].volumes() if v.startswith("egress-base-")], "nothing half-cached"
     finally:
         slow.close()

@@ -18,6 +18,10 @@ Routes (the subset the provider uses, shapes as in the public REST reference):
     GET    global/firewalls/{name}, POST global/firewalls, PATCH global/firewalls/{name}
     GET    regions/{r}                         regions.get with quotas
 
+``POST /token`` is the OAuth 2.0 token endpoint of a service-account key (token.py); a request
+with an ``Authorization`` header is refused 401 unless it carries a token that endpoint issued
+(anonymous requests, the provider's ``apiEndpoint`` without a key, carry none).
+
 Faults: ``inject(status=..., reason=..., method=..., path=..., times=..., delay=..., raw=...,
 headers=...)`` answers matching requests with an API error body, or with ``raw`` bytes (no body,
 an HTML page, cut JSON), extra headers such as Retry-After, or only delays them (``status`` None);
@@ -34,7 +38,9 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from fakes.gcp import token
 from fakes.gcp.model import ApiError, ComputeState, Timing
+from fakes.gcp.token import TokenEndpoint
 
 PREFIX = re.compile(r"^/compute/v1/projects/(?P<project>[^/]+)/(?P<rest>.*)$")
 
@@ -89,6 +95,7 @@ class FakeCompute:
         self._faults = []
         self._lock = threading.Lock()
         self.requests = []
+        self.token = TokenEndpoint()
         self._server = None
         self._thread = None
 
@@ -103,6 +110,7 @@ class FakeCompute:
         return self
 
     def stop(self) -> None:
+        self.token.stopped.set()  # a hanging or trickling token answer ends
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -119,6 +127,10 @@ class FakeCompute:
     def endpoint(self) -> str:
         host, port = self._server.server_address[:2]
         return "http://%s:%d" % (host, port)
+
+    @property
+    def token_uri(self) -> str:
+        return self.endpoint + token.PATH
 
     # -- faults and the log ----------------------------------------------------------------
 
@@ -234,6 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if url.path == token.PATH and self.command == "POST":
+            self.fake.token.serve(self, raw)
+            return
         match = PREFIX.match(url.path)
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         body = None
@@ -249,6 +264,15 @@ class _Handler(BaseHTTPRequestHandler):
             project = match.group("project") if match else "?"
             self._send(
                 404, ApiError(404, "The resource 'projects/%s' was not found" % project, "notFound").body()
+            )
+            return
+        authorization = self.headers.get("Authorization", "")
+        if authorization and not self.fake.token.accepts(authorization):
+            self._send(
+                401,
+                ApiError(
+                    401, "Request had invalid authentication credentials.", "authError", "global"
+                ).body(),
             )
             return
         fault = self.fake._fault_for(self.command, rest)

@@ -56,12 +56,12 @@ def _as_dict(message) -> dict:
 class ComputeAPI:
     """Compute Engine calls for one project; safe to share between the threads of a batch."""
 
-    def __init__(self, project: str, credentials_file: str = "", api_endpoint: str = ""):
+    def __init__(self, project: str, credentials_file: str = "", api_endpoint: str = "", credentials=None):
         self.project = project
         self.credentials_file = credentials_file
         self.api_endpoint = api_endpoint
         self._clients = {}
-        self._credentials = None
+        self._credentials = credentials  # given: google-auth credentials built by the caller
         self._lock = threading.Lock()  # batch threads share one adapter: build each client once
 
     # -- client construction ---------------------------------------------------------------
@@ -86,6 +86,23 @@ class ComputeAPI:
         elif self.api_endpoint:
             self._credentials = AnonymousCredentials()
         return self._credentials  # None: the client resolves Application Default Credentials
+
+    def pending_token_uri(self) -> str:
+        """The token endpoint while credentials that refresh over HTTP have no valid token (the
+        refresh has not finished, or failed), else ``""``: says why an abandoned call was stuck.
+        A service-account key self-signs its JWTs (google-cloud-compute's
+        ``always_use_jwt_access``), so it never waits for a token endpoint."""
+        for client in list(self._clients.values()):  # no lock: a stuck call may hold it
+            # The transports hold their own copies (a service-account key's with JWT access).
+            creds = getattr(getattr(client, "transport", None), "_credentials", None)
+            if (
+                creds is None
+                or getattr(creds, "valid", True)
+                or getattr(creds, "_always_use_jwt_access", False)
+            ):
+                continue
+            return getattr(creds, "_token_uri", "") or "the token endpoint"
+        return ""
 
     def _client(self, kind: str):
         if SDK_IMPORT_ERROR is not None:

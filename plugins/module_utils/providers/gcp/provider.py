@@ -24,7 +24,13 @@ import datetime
 import functools
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    abandon,
+    contract,
+    errors,
+    names,
+    ownership,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
@@ -97,7 +103,16 @@ class GcpProvider(contract.Provider, contract.Checker):
         deadline.check(what)
         budget = deadline.budget(CALL_BUDGET_SECONDS)
         call = functools.partial(method, *args, timeout=budget)
-        return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+        try:
+            return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+        except abandon.CallAbandoned as exc:
+            token_uri = getattr(self.api, "pending_token_uri", lambda: "")()
+            if not token_uri:
+                raise
+            raise abandon.CallAbandoned(
+                "%s: the OAuth token refresh at %s did not answer in time (credentialsFile %s)"
+                % (exc, token_uri, self.config.credentials_file)
+            ) from exc
 
     def _resource(self, *path: str) -> str:
         """The resource path the API names in its 404 (``projects/<project>/...``)."""
@@ -338,7 +353,13 @@ class GcpProvider(contract.Provider, contract.Checker):
                 )
                 return
             try:
+                # Compute Engine cannot delete on a label condition: read the marks first. What
+                # remains is the window between this read and the delete (docs/gcp-provider.md).
+                item = self._call(deadline, "delete", self.api.get_instance, zone, name)
+                self._refuse_foreign(item, provider_id)
                 op = self._call(deadline, "delete", self.api.delete_instance, zone, name)
+            except errors.ProviderError:
+                raise
             except Exception as exc:
                 if not proves_missing(
                     exc, self._resource("zones", zone, "instances", name), self._resource("zones", zone)
@@ -354,6 +375,17 @@ class GcpProvider(contract.Provider, contract.Checker):
         except Exception as exc:
             cls = classify(exc)
             raise self._fail("delete", provider_id, exc, errors.TRANSIENT if cls == errors.NOT_FOUND else cls)
+
+    def _refuse_foreign(self, item: dict, provider_id: str) -> None:
+        marks = item.get("labels") or {}
+        refusal = ownership.foreign(
+            "instance %s" % item.get("name", provider_id),
+            names.is_managed(marks),
+            marks.get(names.LABEL_INSTALL) or "",
+            self.installation,
+        )
+        if refusal:
+            raise errors.permanent("delete", self.name, provider_id, refusal)
 
     def _forget_failed_insert(self, zone: str, ops: list, deadline) -> None:
         """The instance is gone. A failed insert operation would keep ``get`` reporting its error

@@ -23,7 +23,11 @@ import threading
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth as authlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import replace, sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
+    remove,
+    replace,
+    sdk,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
     check_apiserver,
 )
@@ -342,22 +346,15 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
         try:
             core = self._core(deadline)
-            for kind, remove in (
-                ("pods", core.delete_namespaced_pod),
-                ("configmaps", core.delete_namespaced_config_map),
-            ):
-                try:
-                    remove(
-                        name,
-                        namespace,
-                        propagation_policy="Background",
-                        _request_timeout=self._timeout(deadline, "delete"),
-                    )
-                except sdk.ApiException as exc:
-                    if not _proves_missing(exc, kind, name):
-                        raise
+            remove.delete_ours(
+                core, namespace, name, self.installation, lambda: self._timeout(deadline, "delete")
+            )
             authlib.delete_ours(core, name, namespace, lambda: self._timeout(deadline, "delete"))
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)
+        except remove.Foreign as exc:
+            raise errors.permanent("delete", self.name, provider_id, str(exc)) from exc
+        except remove.Changed as exc:
+            raise errors.transient("delete", self.name, provider_id, str(exc)) from exc
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
 

@@ -10,8 +10,9 @@ Order, and why:
 3. Otherwise, before anything is written: the pool must be running and hold the image (when
    not cached), the disk and the seed; the host must have the guest's memory. QuotaExceeded
    when short, so nothing is left half-made.
-4. The marks volume first (so every later volume is findable by GC), the image, the overlay
-   (reused only when its backing file and size match), the seed (always rebuilt: a cut-off
+4. The marks volume first (so every later volume is findable by GC), the image (its base
+   volume named by content, image.py), the overlay (always new; then the base and its marker
+   are checked again, bases.py), the seed (always rebuilt: a cut-off
    upload must not be trusted), then DomainDefineXML with the marks element, then start.
 Create returns once the domain is started; readiness (an address) comes from Get.
 """
@@ -23,14 +24,15 @@ import logging
 import time
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
+    bases,
     ids,
     image,
     inspect,
     metadata,
     seed,
+    volumes,
     xmlbuild,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
@@ -149,14 +151,19 @@ def precheck(conn, host, config, machine, image_bytes: int) -> None:
 def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> None:
     """The domain does not exist: make everything, in the order the module docstring gives."""
     config, type_name, pool = provider.config, provider.type_name, p.host.pool
-    # One download per host and image inside a run: a batch creates many instances at once.
-    with provider.locked("image %s %s" % (p.host.name, p.image.key), deadline):
+    # One download per host and base inside a run (a batch creates many instances at once);
+    # the overlay is made under the same lock, so a delete in this run cannot collect the base
+    # in between.
+    overlay = ids.overlay_volume(req.name, type_name)
+    with provider.locked(base_lock(p.host.name, p.image.volume), deadline):
         cached = image.is_cached(conn, pool, p.image)
+        if not cached:
+            image.check_unused(conn, pool, p.image)
         response, length = (None, 0) if cached else image.open_download(p.image, provider.budgets.http)
         try:
             precheck(conn, p.host, config, p.machine, length)
             created_at = metadata.now()
-            write_volume(
+            volumes.write(
                 conn,
                 pool,
                 ids.marks_volume(req.name, type_name),
@@ -167,12 +174,17 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
         finally:
             if response is not None:
                 image.close_download(response)
-    base_path = conn.volume_path(pool, p.image.volume)
-    overlay = ids.overlay_volume(req.name, type_name)
-    fresh_overlay(conn, pool, overlay, config.disk_size_gb, base_path, p.image.format)
+        base_path = conn.volume_path(pool, p.image.volume)
+        fresh_overlay(conn, pool, overlay, config.disk_size_gb, base_path, p.image.format)
+        if not bases.still_cached(conn, pool, p.image.volume, p.image.marker):
+            conn.volume_delete(pool, overlay)
+            raise Transient(
+                "base volume %s was collected by another run while this create used it: retry"
+                % p.image.volume
+            )
     seed_name = ids.seed_volume(req.name, type_name)
     vendor = seed.vendor_data(config.vendor_data, config.install_guest_agent)
-    write_volume(conn, pool, seed_name, seed.build(req.name, req.cloud_init, vendor))
+    volumes.write(conn, pool, seed_name, seed.build(req.name, req.cloud_init, vendor))
     xml = xmlbuild.domain_xml(
         type_name=type_name,
         name=req.name,
@@ -194,6 +206,11 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
     ensure_running(conn, req.name, deadline)
 
 
+def base_lock(host: str, volume: str) -> str:
+    """The in-process lock key of one base on one host (create and the collection in delete)."""
+    return "base %s %s" % (host, volume)
+
+
 def fresh_overlay(conn, pool: str, overlay: str, size_gb: int, base_path: str, base_format: str) -> None:
     """A new, empty overlay. Build runs only when the domain does not exist, so an overlay found
     here is a leftover (a partial delete, a create that died): its disk has run cloud-init with
@@ -206,25 +223,3 @@ def fresh_overlay(conn, pool: str, overlay: str, size_gb: int, base_path: str, b
         if exc.code != backend.ERR_NO_STORAGE_VOL:
             raise
     conn.volume_create(pool, xmlbuild.overlay_volume_xml(overlay, size_gb, base_path, base_format))
-
-
-def write_volume(conn, pool: str, name: str, data: bytes) -> None:
-    """Replace ``name`` with exactly ``data`` (delete, create, upload)."""
-    try:
-        conn.volume_delete(pool, name)
-    except backend.LibvirtCallError as exc:
-        if exc.code != backend.ERR_NO_STORAGE_VOL:
-            raise
-    conn.volume_create(pool, xmlbuild.raw_volume_xml(name, len(data)))
-    upload = conn.volume_upload(pool, name, len(data))
-    try:
-        upload.send(data)
-        upload.finish()
-    except BaseException:
-        upload.abort()
-        spare = conn.with_deadline(Deadline(10.0)) if hasattr(conn, "with_deadline") else conn
-        try:
-            spare.volume_delete(pool, name)
-        except Exception as exc:
-            log.warning("libvirt cleanup of volume %s failed: %s", name, exc)
-        raise

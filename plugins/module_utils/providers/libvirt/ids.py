@@ -60,9 +60,34 @@ def name_of_marks_volume(volume: str, type_name: str):
     return name if names.is_dns_label(name) else None
 
 
-def image_volume(key: str) -> str:
-    return "egress-image-%s" % key
+BASE_PREFIX = "egress-base-"
+LEGACY_BASE_PREFIX = "egress-image-"  # named by catalogue key, before 2026-12-01
+MARKER_SUFFIX = ".sha256"
+DIGEST_CHARS = 32  # 128 bits of the sha256 in the name; the marker holds all 64 and is checked
 
 
-def image_marker_volume(key: str) -> str:
-    return "egress-image-%s.sha256" % key
+def base_volume(content_id: str) -> str:
+    """``egress-base-<first 32 hex of the sha256>``, or ``egress-base-url-<16 hex>`` for a bare
+    URL (its content is not known before the download, so the URL names it)."""
+    return BASE_PREFIX + content_id
+
+
+def base_marker_volume(content_id: str) -> str:
+    return base_volume(content_id) + MARKER_SUFFIX
+
+
+def is_base_volume(volume: str) -> bool:
+    """A base image volume of this collection, current or legacy (not its marker)."""
+    return volume.startswith((BASE_PREFIX, LEGACY_BASE_PREFIX)) and not volume.endswith(MARKER_SUFFIX)
+
+
+def never_backed(volume: str) -> bool:
+    """Volumes this collection writes raw (bases, markers, seeds, marks): none of them can back
+    onto a base, so the search for a base's users skips them."""
+    if volume.startswith((BASE_PREFIX, LEGACY_BASE_PREFIX)):
+        return True
+    for type_name in ("kvm", "kvm2"):
+        for suffix in (".%s.marks" % type_name, ".%s.seed.iso" % type_name):
+            if volume.endswith(suffix) and names.is_dns_label(volume[: -len(suffix)]):
+                return True
+    return False

@@ -2,6 +2,11 @@
 # Apache License 2.0 (see LICENSE)
 """Base images: resolving ``placement.image`` and the per-host image cache in the pool.
 
+A base volume is named by its content (``ids.base_volume``: the sha256, or the URL of a bare-URL
+image), never by its catalogue key: editing a key's ``url``/``sha256`` makes new instances use
+another base and leaves the old one, which existing overlays back onto, untouched; two keys with
+one digest share one base. bases.py finds a base's users and collects unused bases.
+
 An image is downloaded once per host and pool, streamed from HTTP straight into a volume in
 1 MiB chunks (never held whole in memory), its sha256 computed on the way. A marker volume
 holding the digest and URL is written last, only after the whole body arrived and matched: an
@@ -21,9 +26,10 @@ from ansible.module_utils.urls import SSLValidationError, open_url
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
-    backend,
+    bases,
     guard,
     ids,
+    volumes,
     xmlbuild,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
@@ -44,19 +50,23 @@ MARKER_LIMIT = 4096
 
 @dataclasses.dataclass(frozen=True)
 class Image:
-    key: str  # the catalogue key, or ``url-<hash>`` for a bare URL: part of volume names
+    key: str  # the catalogue key, or ``url-<hash>`` for a bare URL (logs and bare-URL names)
     url: str
     sha256: str  # empty for a bare URL: then only the length is checked
     format: str
     firmware: str
 
     @property
+    def content_id(self) -> str:
+        return self.sha256[: ids.DIGEST_CHARS] if self.sha256 else self.key
+
+    @property
     def volume(self) -> str:
-        return ids.image_volume(self.key)
+        return ids.base_volume(self.content_id)
 
     @property
     def marker(self) -> str:
-        return ids.image_marker_volume(self.key)
+        return ids.base_marker_volume(self.content_id)
 
     def marker_text(self, digest: str) -> bytes:
         return ("%s %s\n" % (digest, self.url)).encode("utf-8")
@@ -84,15 +94,26 @@ def resolve(config, image: str) -> Image:
 
 
 def is_cached(conn, pool: str, image: Image) -> bool:
-    """The marker exists, names this URL (and digest, when one is configured), and the image
-    volume exists. Anything else means: fetch again."""
+    """The marker exists and holds the configured digest (for a bare URL: names this URL), and
+    the image volume exists. Anything else means: fetch again (when nothing uses the volume)."""
     names = set(conn.volume_names(pool))
     if image.marker not in names or image.volume not in names:
         return False
     text = conn.volume_download(pool, image.marker, MARKER_LIMIT).decode("utf-8", "replace").split()
-    if len(text) != 2 or text[1] != image.url:
+    if len(text) != 2:
         return False
-    return not image.sha256 or text[0] == image.sha256
+    return text[0] == image.sha256 if image.sha256 else text[1] == image.url
+
+
+def check_unused(conn, pool: str, image: Image) -> None:
+    """Before replacing an untrusted copy: ``Transient`` when a volume backs onto it."""
+    users = bases.users(conn, pool, image.volume)
+    if users:
+        raise Transient(
+            "base volume %s has no valid marker but %s back onto it: not replaced (a collection "
+            "in progress restores the marker; otherwise restore it by hand)"
+            % (image.volume, ", ".join(users))
+        )
 
 
 def open_download(image: Image, timeout: float):
@@ -126,18 +147,11 @@ def close_download(response) -> None:
         log.warning("libvirt image download: closing the connection was abandoned")
 
 
-def _delete_if_present(conn, pool: str, volume: str) -> None:
-    try:
-        conn.volume_delete(pool, volume)
-    except backend.LibvirtCallError as exc:
-        if exc.code != backend.ERR_NO_STORAGE_VOL:
-            raise
-
-
 def fill(conn, pool: str, image: Image, response, length: int, deadline, budgets) -> None:
-    """Stream the body into a fresh image volume, verify it, then write the marker last."""
+    """Stream the body into a fresh image volume, verify it, then write the marker last (after
+    ``check_unused``: an untrusted copy is replaced only when nothing backs onto it)."""
     for volume in (image.marker, image.volume):
-        _delete_if_present(conn, pool, volume)
+        volumes.delete_if_present(conn, pool, volume)
     conn.volume_create(pool, xmlbuild.raw_volume_xml(image.volume, length))
     upload = conn.volume_upload(pool, image.volume, length)
     digest = hashlib.sha256()
@@ -184,9 +198,9 @@ def fill(conn, pool: str, image: Image, response, length: int, deadline, budgets
 
 def _cleanup(conn, pool: str, image: Image) -> None:
     """After a failed download, with its own short deadline (the operation's may be spent)."""
-    spare = conn.with_deadline(Deadline(15.0)) if hasattr(conn, "with_deadline") else conn
+    spare = volumes.spare(conn, 15.0)
     for volume in (image.marker, image.volume):
         try:
-            _delete_if_present(spare, pool, volume)
+            volumes.delete_if_present(spare, pool, volume)
         except Exception as exc:  # the marker is absent, so a leftover volume is never trusted
             log.warning("libvirt image cleanup of %s failed: %s", volume, exc)

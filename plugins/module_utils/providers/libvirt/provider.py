@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import posixpath
 import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
+    bases,
     check,
     create,
     domain_type,
     ids,
+    image,
     inspect,
     libvirt_backend,
     listing,
@@ -196,11 +199,14 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         try:
             with self.locked(provider_id, deadline):
                 conn = self.hosts.get(host, deadline)
-                had_domain = remove.remove_domain(conn, name, self.type_name)
+                had_domain = remove.remove_domain(conn, host.pool, name, self.type_name, self.installation)
+                backing = bases.backing_of(conn, host.pool, ids.overlay_volume(name, self.type_name))
                 volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
                 remove.verify_gone(conn, host.pool, name, self.type_name)
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
+        if backing:
+            self._collect_base(conn, host, backing, deadline)
         log.info(
             "provider=%s op=delete host=%s name=%s domain deleted (domain=%s volumes=%d)",
             self.name,
@@ -209,6 +215,26 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             had_domain,
             len(volumes),
         )
+
+    def _collect_base(self, conn, host, backing: str, deadline) -> None:
+        """The instance is gone; its base goes too when nothing else backs onto it and no image
+        of the catalogue names it any more (a catalogue image's base is a cache: kept, like one
+        the libvirt_host role seeded). A failure keeps the base (never unsafe) and is only
+        logged: the delete itself succeeded."""
+        base = posixpath.basename(backing)
+        if base in {image.resolve(self.config, key).volume for key in self.config.images}:
+            return
+        try:
+            with self.locked(create.base_lock(host.name, base), deadline):
+                bases.collect(conn, host.pool, backing)
+        except Exception as exc:
+            log.warning(
+                "provider=%s op=delete host=%s base %s not collected (kept): %s",
+                self.name,
+                host.name,
+                base,
+                exc,
+            )
 
     def list_by_tag(self, deadline) -> list:
         out = []

@@ -4,7 +4,8 @@
 
 Each step tolerates "already done" (not running, no such domain, no such volume, no pool), so
 a delete interrupted anywhere finishes on the next call. A domain that exists without this
-type's marks is not ours and is refused (Permanent), never destroyed. The marks volume is
+type's marks, or with another installation's (also on a volume set left without its domain),
+is not ours and is refused (Permanent, saying whose it is), never destroyed. The marks volume is
 removed last, so a half-deleted set stays findable by list_by_tag. Returns only when the domain
 and every volume are gone (checked by reading back).
 """
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import logging
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     ids,
     inspect,
+    metadata,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.classify import (
     Permanent,
@@ -25,17 +28,28 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
+MARKS_LIMIT = 4096
 
-def remove_domain(conn, name: str, type_name: str) -> bool:
-    """Destroy and undefine; ``False`` when there was no domain."""
+
+def _refuse_foreign(what: str, marks, installation: str) -> None:
+    refusal = ownership.foreign(
+        what, marks is not None and marks.managed, marks.installation if marks else "", installation
+    )
+    if refusal:
+        raise Permanent(refusal)
+
+
+def remove_domain(conn, pool: str, name: str, type_name: str, installation: str) -> bool:
+    """Destroy and undefine; ``False`` when there was no domain (its volume set is then checked:
+    a leftover of another installation is refused the same way)."""
     try:
         marks = inspect.read_marks(conn, name, type_name)
     except backend.LibvirtCallError as exc:
         if exc.code == backend.ERR_NO_DOMAIN:
+            _refuse_foreign_leftover(conn, pool, name, type_name, installation)
             return False
         raise
-    if marks is None or not marks.managed:
-        raise Permanent("domain %s has no %s marks: it is not ours to delete" % (name, type_name))
+    _refuse_foreign("domain %s (%s marks)" % (name, type_name), marks, installation)
     for step in (conn.domain_destroy, conn.domain_undefine):
         try:
             step(name)
@@ -45,6 +59,21 @@ def remove_domain(conn, name: str, type_name: str) -> bool:
             if exc.code != backend.ERR_OPERATION_INVALID:  # destroy of a domain that is not running
                 raise
     return True
+
+
+def _refuse_foreign_leftover(conn, pool: str, name: str, type_name: str, installation: str) -> None:
+    volume = ids.marks_volume(name, type_name)
+    try:
+        data = conn.volume_download(pool, volume, MARKS_LIMIT)
+    except backend.LibvirtCallError as exc:
+        if exc.code in (backend.ERR_NO_STORAGE_VOL, backend.ERR_NO_STORAGE_POOL):
+            return  # no marks volume: nothing of an installation's is left, or only our own parts
+        raise
+    try:
+        marks = metadata.parse_volume_json(data, type_name, name)
+    except metadata.MarksError as exc:
+        raise Permanent("volume %s cannot be read as marks (%s): refusing to delete its set" % (volume, exc))
+    _refuse_foreign("volume set %s (%s)" % (name, volume), marks, installation)
 
 
 def remove_volumes(conn, pool: str, name: str, type_name: str) -> list:

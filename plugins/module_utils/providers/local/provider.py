@@ -24,7 +24,7 @@ import signal
 import socket
 import subprocess
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names, ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import listening, process
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
@@ -355,13 +355,14 @@ class LocalProvider(contract.Provider, contract.Checker):
                 record = self.store.read(name)
                 if record is None:
                     return
-                if not names.is_managed(record):  # a hand-made directory is not ours to remove
-                    raise errors.permanent(
-                        "delete",
-                        self.name,
-                        provider_id,
-                        "instance %s is not managed (no marks); left alone" % name,
-                    )
+                refusal = ownership.foreign(
+                    "instance %s" % name,
+                    names.is_managed(record),  # a hand-made directory is not ours to remove
+                    record.get(names.LABEL_INSTALL) or "",
+                    self.installation,
+                )
+                if refusal:
+                    raise errors.permanent("delete", self.name, provider_id, refusal)
                 process.stop(self.store.path(name), name, deadline)
                 self.store.remove(name)
             log.info("provider=%s op=delete id=%s removed", self.name, provider_id)
