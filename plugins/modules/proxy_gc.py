@@ -52,6 +52,24 @@ options:
     description: Minimum age of an instance before it may be collected (C(600), C(90s), C(10m), C(1h)).
     type: str
     default: 10m
+  uid_shards:
+    description:
+      - Collect only instances whose uid falls in one of the O(uid_shards.owned) shards; every
+        other instance is kept with reason C(other-shard) (another controller replica, holding
+        that shard, collects it). The shard of a uid is C(int(sha256(uid)[:16 hex digits], 16) % count).
+      - The live uids must still be complete (every Proxy, not only those of the owned shards).
+      - An instance with an empty uid is never collected, whatever its shard.
+    type: dict
+    suboptions:
+      count:
+        description: How many shards the uids are split into (1 to 4096).
+        type: int
+        required: true
+      owned:
+        description: The shards (0 to O(uid_shards.count) - 1) whose orphans this sweep may collect; may be empty.
+        type: list
+        elements: int
+        required: true
 """
 
 EXAMPLES = r"""
@@ -66,6 +84,13 @@ EXAMPLES = r"""
     provider: local
     live_uids: "{{ proxies | map(attribute='uid') | list }}"
     min_age: 10m
+
+- name: Collect only the orphans of shards 0 and 2 of 3 (the others belong to other replicas)
+  crawl.egress_proxies.proxy_gc:
+    live_uids: "{{ all_proxy_uids }}"
+    uid_shards:
+      count: 3
+      owned: [0, 2]
 """
 
 RETURN = r"""
@@ -80,7 +105,7 @@ would_delete:
   type: list
   elements: dict
 kept:
-  description: Instances kept, each with its reason (empty-uid, other-installation, live, younger-than-min-age).
+  description: Instances kept, each with its reason (empty-uid, other-installation, other-shard, live, younger-than-min-age).
   returned: always
   type: list
   elements: dict
@@ -109,6 +134,10 @@ installation:
   description: The installation whose instances were considered.
   returned: always
   type: str
+uid_shards:
+  description: The shards this sweep collected (count and sorted owned), or null without O(uid_shards).
+  returned: always
+  type: dict
 live_uid_count:
   description: How many live uids were known.
   returned: always
@@ -132,6 +161,13 @@ def main() -> None:
         "context": {"type": "str"},
         "in_cluster": {"type": "bool", "default": False},
         "min_age": {"type": "str", "default": "10m"},
+        "uid_shards": {
+            "type": "dict",
+            "options": {
+                "count": {"type": "int", "required": True},
+                "owned": {"type": "list", "elements": "int", "required": True},
+            },
+        },
     }
     ProxyModule(
         spec,
