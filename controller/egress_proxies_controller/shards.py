@@ -38,8 +38,8 @@ def assign(count: int, members) -> dict:
     pairs = sorted(((_weight(s, m), -s, m) for s in range(count) for m in members), reverse=True)
     load = dict.fromkeys(members, 0)
     out = {}
-    for _, negative_shard, member in pairs:
-        shard = -negative_shard
+    for pair in pairs:
+        shard, member = -pair[1], pair[2]
         if shard in out or load[member] > low or (load[member] == low and extra == 0):
             continue
         if load[member] == low:

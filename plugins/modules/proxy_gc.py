@@ -56,7 +56,8 @@ options:
     description:
       - Collect only instances whose uid falls in one of the O(uid_shards.owned) shards; every
         other instance is kept with reason C(other-shard) (another controller replica, holding
-        that shard, collects it). The shard of a uid is C(int(sha256(uid)[:16 hex digits], 16) % count).
+        that shard, collects it). The shard of a uid is the integer of the first 16 hex digits of
+        its SHA-256 (of the UTF-8 uid), modulo O(uid_shards.count).
       - The live uids must still be complete (every Proxy, not only those of the owned shards).
       - An instance with an empty uid is never collected, whatever its shard.
     type: dict
