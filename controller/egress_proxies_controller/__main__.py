@@ -163,6 +163,13 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--leader-election-id", default="egress-proxies-controller", help="name of the Lease")
     g.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        help="split the Proxies into this many shards by a hash of their UID, each held on a Lease "
+        "<id>-shard-<i> by one replica (needs --leader-elect; 1: one leader Lease reconciles all)",
+    )
+    g.add_argument(
         "--lease-duration", type=float, default=15.0, help="seconds a standby waits on an unrenewed Lease"
     )
     g.add_argument(
@@ -207,6 +214,12 @@ def main(argv=None) -> int:
     if not args.providers_file:
         print("error: --providers-file (or %s) is required" % ENV_PROVIDERS_FILE, file=sys.stderr)
         return 2
+    if args.shards < 1 or (args.shards > 1 and not args.leader_elect):
+        print(
+            "error: --shards: must be 1, or more with --leader-elect (got %d)" % args.shards, file=sys.stderr
+        )
+        return 2
+    sharded = args.shards > 1
 
     from . import kube as kube_mod
     from .executor import Executor
@@ -230,6 +243,11 @@ def main(argv=None) -> int:
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
     state = {"leader": not args.leader_elect, "config": None}
+    sharding = None
+    if sharded:
+        from .sharding import Sharding
+
+        sharding = Sharding(args.shards, informer, queue)
 
     def ready():
         config = state["config"]
@@ -242,6 +260,9 @@ def main(argv=None) -> int:
             ]
         if config is not None and config.in_use is None and state["leader"] and informer.synced.is_set():
             return False, details  # no good providers file yet: nothing is reconciled
+        if sharding is not None:  # ready once it holds exactly its assigned shards (maybe none)
+            coordinator = sharding.coordinator
+            return informer.synced.is_set() and coordinator is not None and coordinator.settled(), details
         return (not state["leader"]) or informer.synced.is_set(), details
 
     def healthy() -> bool:
@@ -255,7 +276,26 @@ def main(argv=None) -> int:
     identity = "%s_%s" % (socket.gethostname(), os.getpid())
     os.makedirs(args.work_dir, mode=0o700, exist_ok=True)
     elector = None
-    if args.leader_elect:
+    if sharded:
+        from .shard_leases import ShardCoordinator
+
+        elector = ShardCoordinator(
+            kube.coordination,
+            args.leader_election_namespace,
+            args.leader_election_id,
+            identity,
+            args.shards,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+            heartbeat=os.path.join(args.work_dir, "heartbeat"),
+            registry=metrics.registry,
+            on_acquired=sharding.acquired,
+            busy=sharding.busy,
+        )
+        sharding.coordinator = elector
+        state["leader"] = True  # every replica reconciles (its own shards)
+    elif args.leader_elect:
         elector = LeaderElector(
             kube.coordination,
             args.leader_election_namespace,
@@ -271,7 +311,7 @@ def main(argv=None) -> int:
             return 0
         state["leader"] = True
         metrics.is_leader.set(1)
-    may_act = elector.leading if elector is not None else (lambda: True)
+    may_act = (elector.healthy if sharded else elector.leading) if elector is not None else (lambda: True)
 
     settings = Settings(
         args.provisioning_poll, args.deletion_poll, args.requeue_now, args.quota_retry, args.running_poll
@@ -294,7 +334,7 @@ def main(argv=None) -> int:
     )
     metrics.runs_in_flight.set_function(executor.runs_in_flight)
     renew_stop = threading.Event()  # set only once all work has drained
-    if elector is not None:
+    if elector is not None and not sharded:
 
         def lost() -> None:
             log.error("leadership lost: cancelling every run, then exiting")
@@ -358,6 +398,7 @@ def main(argv=None) -> int:
         may_act=may_act,
         drain_timeout=args.drain_timeout,
         report_missing=report_missing,
+        owns=sharding.owns if sharded else None,
     )
     state["manager"] = manager
     threading.Thread(target=informer.run, name="informer", daemon=True).start()
@@ -365,6 +406,15 @@ def main(argv=None) -> int:
         log.error("informer did not sync within %.0fs", args.cache_sync_timeout)
         return 1
     log.info("cache synced: %d proxies", len(informer.cache_keys()))
+    if sharded:
+        sharding.manager = manager
+
+        def lost_shard() -> None:
+            log.error("a shard lease was lost: cancelling every run, then exiting")
+            executor.abort_all()
+            os._exit(1)
+
+        elector.start(lost_shard)
     worker = threading.Thread(target=manager.run, name="manager")
     worker.start()
     loops = [
@@ -378,6 +428,7 @@ def main(argv=None) -> int:
             dry_run=args.gc_dry_run,
             namespace=args.namespace,
             own_installation=args.gc_own_installation,
+            shards=sharding,
         ).start(),
         ProviderHealthMonitor(
             executor,
@@ -395,6 +446,7 @@ def main(argv=None) -> int:
             timeout=args.probe_timeout,
             concurrency=args.probe_concurrency,
             url=args.probe_url,
+            owns=sharding.owns if sharded else None,
         ).start(),
         PoolController(
             kube,
@@ -408,6 +460,8 @@ def main(argv=None) -> int:
             may_act=may_act,
         ).start(),
     ]
+    if sharded:  # ProviderHealth is per provider, not per Proxy: the holder of shard 0 writes it
+        loops[1].gate = lambda: elector.dispatching(0)
     stop.wait()
     log.info("shutting down: finishing in-flight runs (at most --drain-timeout), renewing the lease")
     for loop in loops:
@@ -419,7 +473,9 @@ def main(argv=None) -> int:
     for loop in loops:
         loop.stop()
     renew_stop.set()
-    if elector is not None:
+    if sharded:
+        elector.stop()
+    elif elector is not None:
         elector.release()
     executor.close()
     for server in servers:

@@ -81,6 +81,7 @@ GC_PLAYBOOK = """\
       crawl.egress_proxies.proxy_gc:
         live_uids: "{{ batch.live_uids }}"
         min_age: "{{ batch.min_age }}"
+        uid_shards: "{{ batch.uid_shards | default(omit) }}"
         timeout: "{{ batch.call_timeout }}"
       check_mode: "{{ batch.dry_run }}"
       ignore_errors: true
@@ -264,14 +265,17 @@ class Executor:
             problems.extend(item.get("problems") or [])
         return problems
 
-    def gc(self, live_uids: list, min_age_seconds: float, dry_run: bool) -> dict:
-        """One ``proxy_gc`` sweep over every provider; returns the module's result."""
+    def gc(self, live_uids: list, min_age_seconds: float, dry_run: bool, uid_shards=None) -> dict:
+        """One ``proxy_gc`` sweep over every provider; returns the module's result.
+        ``uid_shards`` ({count, owned}) limits what it collects to this replica's shards."""
         payload = {
             "live_uids": list(live_uids),
             "min_age": "%ds" % int(min_age_seconds),
             "dry_run": dry_run,
             "call_timeout": self.call_timeout,
         }
+        if uid_shards is not None:
+            payload["uid_shards"] = uid_shards
         results = self.run_playbook("gc.yml", GC_PLAYBOOK, payload, "gc live=%d" % len(live_uids))
         return results.get("gc") or {}
 

@@ -30,6 +30,33 @@ def _now():
     return datetime.datetime.now(datetime.UTC)
 
 
+def new_lease(name: str, namespace: str, identity: str, duration: float, labels=None) -> client.V1Lease:
+    """A Lease record held by ``identity`` from now (for a create)."""
+    now = _now()
+    return client.V1Lease(
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace, labels=labels),
+        spec=client.V1LeaseSpec(
+            holder_identity=identity,
+            lease_duration_seconds=int(duration),
+            acquire_time=now,
+            renew_time=now,
+            lease_transitions=0,
+        ),
+    )
+
+
+def take(lease, identity: str, duration: float):
+    """``lease`` rewritten as held by ``identity`` now (a renewal, or a takeover counted)."""
+    spec, now = lease.spec, _now()
+    if spec.holder_identity != identity:
+        spec.acquire_time = now
+        spec.lease_transitions = (spec.lease_transitions or 0) + 1
+    spec.holder_identity = identity
+    spec.renew_time = now
+    spec.lease_duration_seconds = int(duration)
+    return lease
+
+
 class LeaderElector:
     def __init__(
         self,
@@ -91,13 +118,7 @@ class LeaderElector:
         holder = spec.holder_identity
         if holder not in (None, "", self.identity) and not self._expired(lease):
             return False
-        now = _now()
-        if holder != self.identity:
-            spec.acquire_time = now
-            spec.lease_transitions = (spec.lease_transitions or 0) + 1
-        spec.holder_identity = self.identity
-        spec.renew_time = now
-        spec.lease_duration_seconds = int(self.lease_duration)
+        take(lease, self.identity, self.lease_duration)
         return self._write(
             lambda: self.api.replace_namespaced_lease(
                 self.name, self.namespace, lease, _request_timeout=timeout
@@ -106,17 +127,7 @@ class LeaderElector:
         )
 
     def _create(self, started: float, timeout: float) -> bool:
-        now = _now()
-        body = client.V1Lease(
-            metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace),
-            spec=client.V1LeaseSpec(
-                holder_identity=self.identity,
-                lease_duration_seconds=int(self.lease_duration),
-                acquire_time=now,
-                renew_time=now,
-                lease_transitions=0,
-            ),
-        )
+        body = new_lease(self.name, self.namespace, self.identity, self.lease_duration)
         return self._write(
             lambda: self.api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout), started
         )

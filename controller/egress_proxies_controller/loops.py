@@ -16,6 +16,7 @@ class PeriodicLoop:
     """
 
     name = "loop"
+    gate = None  # a callable: when set, a round runs only while it returns True (--shards)
 
     def __init__(self, interval: float, jitter: float = 0.0, initial_delay: float = 0.0):
         self.interval = interval
@@ -37,7 +38,8 @@ class PeriodicLoop:
             return
         while not self.stop_event.is_set():
             try:
-                self.round()
+                if self.gate is None or self.gate():
+                    self.round()
             except Exception:
                 log.exception("%s round failed", self.name)
             self.rounds += 1

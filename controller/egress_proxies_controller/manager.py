@@ -49,6 +49,7 @@ class Manager:
         may_act=lambda: True,
         drain_timeout: float = 60.0,
         report_missing=None,
+        owns=None,
     ):
         self.kube, self.informer, self.queue, self.executor = kube, informer, queue, executor
         self.settings = settings
@@ -72,6 +73,7 @@ class Manager:
         self._in_flight = set()  # futures of runs not yet applied
         self.reconciler = Reconciler(settings, [])
         self.last_progress = time.monotonic()  # the loop's heartbeat, for /healthz
+        self.owns = owns  # with --shards: is the key in a shard this replica dispatches?
 
     # -- config ------------------------------------------------------------------------
 
@@ -124,17 +126,35 @@ class Manager:
                     self._slots.release()
                     continue
                 self._last_batch = time.monotonic()
-                with self._held_lock:
+                with self._held_lock:  # shard_leases gives a shard up only once none is held here
+                    keys, others = self._split_owned(keys)
                     now = time.monotonic()
                     for key in keys:
                         self._held[key] = keys  # which batch holds the key, until it is let go
                         self._since[key] = now
+                for key in others:  # another replica's: enqueued again if this one takes the shard
+                    self.queue.forget(key)
+                    self.queue.done(key)
+                if not keys:
+                    self._slots.release()
+                    continue
                 pool.submit(self._batch, keys)
         if not self.drain(self.drain_timeout):
             log.warning("runs still in flight after %.0fs: cancelling them", self.drain_timeout)
             self.executor.abort_all()
             self.drain()
         log.info("manager stopped")
+
+    def _split_owned(self, keys: list) -> tuple:
+        if self.owns is None:
+            return keys, []
+        owned = {k: self.owns(k) for k in keys}
+        return [k for k in keys if owned[k]], [k for k in keys if not owned[k]]
+
+    def holds_any(self, predicate) -> bool:
+        """Whether a batch or run holds a key for which ``predicate(key)`` is true."""
+        with self._held_lock:
+            return any(predicate(k) for k in self._held)
 
     def healthy(self, within: float) -> bool:
         """Liveness: the loop went round within the last ``within`` seconds (a stuck loop is not
@@ -166,6 +186,11 @@ class Manager:
         for key, entry in planned.items():
             groups.setdefault(entry[0].provider, {})[key] = entry
         for provider, group in sorted(groups.items()):
+            for key in [k for k in group if self.owns is not None and not self.owns(k)]:
+                del group[key]  # its shard is being given up: not dispatched (it is not ours soon)
+                self._let_go(key)
+            if not group:
+                continue
             slots = self._provider_slots.setdefault(provider, threading.Semaphore(self.runs_in_flight))
             if not self.may_act() or not slots.acquire(blocking=False):
                 for key in group:  # this provider is busy (or we may not act): its keys wait

@@ -9,6 +9,10 @@ A controller watching one namespace (``--namespace``) sees the live UIDs of that
 while ``proxy_gc`` lists the whole installation: two such controllers sharing an installation
 would collect each other's instances. So a scoped controller sweeps only when told the
 installation is its own (``--gc-own-installation``); otherwise it skips every sweep and says so.
+
+With ``--shards``, each replica sweeps with the complete set of live UIDs (every Proxy is
+cached, whatever its shard) but collects only the instances whose UID is in a shard it holds
+(proxy_gc's ``uid_shards``); those shards are not given up while its sweep runs.
 """
 
 from __future__ import annotations
@@ -35,11 +39,13 @@ class OrphanGC(PeriodicLoop):
         dry_run: bool,
         namespace: str | None = None,
         own_installation: bool = False,
+        shards=None,
     ):
         super().__init__(interval, jitter, initial_delay=min(interval, 5.0))
         self.executor, self.informer, self.metrics = executor, informer, metrics
         self.min_age, self.dry_run = min_age, dry_run
         self.last_report = None
+        self.shards = shards  # with --shards: a ShardClaims; only the held shards' orphans go
         self.refused = bool(namespace) and not own_installation
         if self.refused and interval > 0:
             log.warning(
@@ -58,7 +64,14 @@ class OrphanGC(PeriodicLoop):
         live = self.informer.uids()
         if self.stop_event.is_set():
             return  # shutting down: no new sweep
-        report = self.executor.gc(live, self.min_age, self.dry_run)
+        if self.shards is None:
+            report = self.executor.gc(live, self.min_age, self.dry_run)
+        else:
+            with self.shards.claim() as owned:  # held (not given up) until the sweep ends
+                if not owned:
+                    return
+                uid_shards = {"count": self.shards.count, "owned": sorted(owned)}
+                report = self.executor.gc(live, self.min_age, self.dry_run, uid_shards)
         self.last_report = report
         if not report:
             log.warning("gc: the sweep produced no report")

@@ -140,17 +140,23 @@ class ProxyHealthEngine(PeriodicLoop):
         timeout: float,
         concurrency: int,
         url: str = "",
+        owns=None,
     ):
         super().__init__(interval, 0.0, initial_delay=min(interval, 2.0))
         self.informer, self.kube, self.queue, self.metrics = informer, kube, queue, metrics
         self.timeout, self.concurrency, self.url = timeout, concurrency, url
         self.last_round_seconds = 0.0
+        self.owns = owns  # with --shards: probe only the Proxies of the shards held here
 
     def targets(self) -> list:
         out = []
         for key in self.informer.cache_keys():
             obj = self.informer.get(key)
-            if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+            if (
+                (self.owns is not None and not self.owns(key))
+                or obj is None
+                or (obj.get("metadata") or {}).get("deletionTimestamp")
+            ):
                 continue
             status = obj.get("status") or {}
             if status.get("state") == "Running" and status.get("ip"):

@@ -8,6 +8,8 @@ each one a way an operator could otherwise delete something it must not:
 * a provider whose ``list_by_tag`` fails is skipped for the whole sweep (never a partial view);
 * an instance with an empty UID is never deleted (we cannot tell whose it is);
 * an instance of another installation is never deleted (shared backends);
+* with ``shards`` (count, owned), an instance whose UID's shard is not owned is kept: another
+  controller replica collects it, with its own complete view of the live UIDs;
 * an instance whose UID is live is kept;
 * an instance younger than ``min_age`` is kept (its Proxy may not be visible yet); a missing
   ``created_at`` counts as very old, so an unreadable timestamp never shields an orphan forever.
@@ -22,13 +24,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors, uid_shards
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 
 DEFAULT_MIN_AGE_SECONDS = 600
 
 KEEP_EMPTY_UID = "empty-uid"
 KEEP_OTHER_INSTALLATION = "other-installation"
+KEEP_OTHER_SHARD = "other-shard"
 KEEP_LIVE = "live"
 KEEP_YOUNG = "younger-than-min-age"
 DELETE_ORPHAN = "orphan"
@@ -40,12 +43,14 @@ class Decision:
     reason: str
 
 
-def decide(instance, live_uids, installation: str, min_age_seconds: float, now) -> Decision:
-    """The pure rule table: what to do with one listed instance."""
+def decide(instance, live_uids, installation: str, min_age_seconds: float, now, shards=None) -> Decision:
+    """The pure rule table: what to do with one listed instance (``shards``: (count, owned))."""
     if not instance.uid:
         return Decision(False, KEEP_EMPTY_UID)
     if instance.installation != installation:
         return Decision(False, KEEP_OTHER_INSTALLATION)
+    if shards is not None and uid_shards.shard_of(instance.uid, shards[0]) not in shards[1]:
+        return Decision(False, KEEP_OTHER_SHARD)
     if instance.uid in live_uids:
         return Decision(False, KEEP_LIVE)
     if instance.created_at is not None:
@@ -64,6 +69,7 @@ def sweep(
     dry_run: bool = False,
     now=None,
     concurrency: int = batch.DEFAULT_CONCURRENCY,
+    shards=None,
 ) -> dict:
     """Run one GC sweep over ``providers`` (name -> provider); returns a report, never raises
     for a provider failure (those are in ``errors``, the provider in ``skipped``, and an orphan
@@ -81,7 +87,7 @@ def sweep(
             report["errors"].append(_error_entry(name, "", exc))
             continue
         for instance in instances:
-            decision = decide(instance, live, installation, min_age_seconds, now)
+            decision = decide(instance, live, installation, min_age_seconds, now, shards)
             entry = dict(instance.as_dict(name), reason=decision.reason)
             if not decision.delete:
                 report["kept"].append(entry)

@@ -15,6 +15,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     instance_diff,
     live_uids,
     param_checks,
+    uid_shards,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 
@@ -47,6 +48,7 @@ def run(pm) -> dict:
     min_age = parse_duration(params["min_age"])
     timeout = float(params["timeout"])
     only = pm.selected_provider()
+    shards = uid_shards.parse(params.get("uid_shards"))  # checked before anything is listed
     if params.get("live_uids") is not None:
         uids = params["live_uids"]
         _check_live_uids(pm.raw_params.get("live_uids", uids))
@@ -67,6 +69,7 @@ def run(pm) -> dict:
         timeout,
         dry_run=pm.check_mode,
         concurrency=int(params["concurrency"]),
+        shards=shards,
     )
     for error in report["errors"]:
         pm.module.warn("gc: %s %s: %s" % (error["provider"], error["id"] or "list", error["msg"]))
@@ -77,6 +80,7 @@ def run(pm) -> dict:
         live_uid_count=len(uids),
         live_uid_source=source,
         min_age_seconds=min_age,
+        uid_shards={"count": shards[0], "owned": sorted(shards[1])} if shards else None,
     )
     if pm.diff_mode:
         gone = report["would_delete"] if pm.check_mode else report["deleted"]

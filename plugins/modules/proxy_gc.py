@@ -70,6 +70,25 @@ options:
     description: Minimum age of an instance before it may be collected (C(600), C(90s), C(10m), C(1h)).
     type: str
     default: 10m
+  uid_shards:
+    description:
+      - Collect only instances whose uid falls in one of the O(uid_shards.owned) shards; every
+        other instance is kept with reason C(other-shard) (another controller replica, holding
+        that shard, collects it). The shard of a uid is the integer of the first 16 hex digits of
+        its SHA-256 (of the UTF-8 uid), modulo O(uid_shards.count).
+      - The live uids must still be complete (every Proxy, not only those of the owned shards).
+      - An instance with an empty uid is never collected, whatever its shard.
+    type: dict
+    suboptions:
+      count:
+        description: How many shards the uids are split into (1 to 4096).
+        type: int
+        required: true
+      owned:
+        description: The shards (0 to O(uid_shards.count) - 1) whose orphans this sweep may collect; may be empty.
+        type: list
+        elements: int
+        required: true
 """
 
 EXAMPLES = r"""
@@ -84,6 +103,13 @@ EXAMPLES = r"""
     provider: local
     live_uids: "{{ proxies | map(attribute='uid') | list }}"
     min_age: 10m
+
+- name: Collect only the orphans of shards 0 and 2 of 3 (the others belong to other replicas)
+  crawl.egress_proxies.proxy_gc:
+    live_uids: "{{ all_proxy_uids }}"
+    uid_shards:
+      count: 3
+      owned: [0, 2]
 """
 
 RETURN = r"""
@@ -136,7 +162,7 @@ deleted:
     reason:
       description:
         - Why the instance is in this list. In RV(deleted), RV(would_delete) and RV(remaining) always C(orphan) (its uid is not live).
-        - In RV(kept) one of C(empty-uid), C(other-installation), C(live) or C(younger-than-min-age).
+        - In RV(kept) one of C(empty-uid), C(other-installation), C(other-shard), C(live) or C(younger-than-min-age).
       type: str
       sample: orphan
 would_delete:
@@ -150,7 +176,7 @@ would_delete:
        "reason": "orphan"}
   contains: *listed_fields
 kept:
-  description: Instances kept, each with its reason.
+  description: Instances kept, each with its reason (empty-uid, other-installation, other-shard, live, younger-than-min-age).
   returned: always
   type: list
   elements: dict
@@ -210,6 +236,23 @@ installation:
   returned: always
   type: str
   sample: default
+uid_shards:
+  description: The shards this sweep collected (count and sorted owned), or null without O(uid_shards).
+  returned: always
+  type: dict
+  sample: {"count": 3, "owned": [0, 2]}
+  contains:
+    count:
+      description: How many shards the uids are spread over.
+      type: int
+      returned: when O(uid_shards) was given
+      sample: 3
+    owned:
+      description: The shards whose orphans this sweep collected.
+      type: list
+      elements: int
+      returned: when O(uid_shards) was given
+      sample: [0, 2]
 live_uid_count:
   description: How many live uids were known.
   returned: always
@@ -279,6 +322,13 @@ def main() -> None:
         "context": {"type": "str"},
         "in_cluster": {"type": "bool", "default": False},
         "min_age": {"type": "str", "default": "10m"},
+        "uid_shards": {
+            "type": "dict",
+            "options": {
+                "count": {"type": "int", "required": True},
+                "owned": {"type": "list", "elements": "int", "required": True},
+            },
+        },
     }
     ProxyModule(
         spec,

@@ -31,8 +31,9 @@ def api_client(kubeconfig: str) -> k8s.ApiClient:
     return k8s.ApiClient(configuration)
 
 
-def wait_for(what: str, probe, timeout: float = 30.0, interval: float = 0.1):
-    """Poll ``probe`` until it returns something truthy; fail with the last error otherwise."""
+def wait_for(what: str, probe, timeout: float = 30.0, interval: float = 0.1, fatal=()):
+    """Poll ``probe`` until it returns something truthy; fail with the last error otherwise
+    (at once when it raises one of the ``fatal`` exception types)."""
     end = time.monotonic() + timeout
     last = None
     while True:
@@ -40,6 +41,8 @@ def wait_for(what: str, probe, timeout: float = 30.0, interval: float = 0.1):
             value = probe()
             if value:
                 return value
+        except fatal:
+            raise
         except Exception as exc:  # not yet
             last = exc
         if time.monotonic() > end:

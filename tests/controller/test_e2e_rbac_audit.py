@@ -4,13 +4,14 @@ A control plane of its own whose kube-apiserver writes an audit log; the control
 its ServiceAccount bound only by the shipped RBAC through a scenario that touches every path
 (leader election, a Proxy with a cloud-init Secret made Ready, replaced and deleted, the health
 monitor creating and removing ProviderHealth objects, the same providers-file problem reported
-twice on the Lease: one Event, its count patched, a ProxyPool made Ready, rolled, scaled to zero
-and deleted). Then every request the ServiceAccount made is read back from the audit log: none
-was refused, and the verbs it used are exactly what the roles grant, except ``proxies get``,
-used only to re-read an object after a write conflict (which a quiet test cannot force), and
-``proxypools/finalizers update``, which admission checks for blockOwnerDeletion (no request).
-Every request carries the User-Agent ``egress-proxies-controller/<version>`` (the collection's
-version), and the metrics the build-info gauge with the same version.
+twice on the Lease: one Event, its count patched; a ProxyPool made Ready, rolled, scaled to
+zero and deleted; a ``--shards 2`` replica taking its shards and leaving). Then every request the
+ServiceAccount made is read back from the audit log: none was refused, and the verbs it used are
+exactly what the roles grant, except ``proxies get``, used only to re-read an object after a
+write conflict (which a quiet test cannot force), and ``proxypools/finalizers update``, which
+admission checks for blockOwnerDeletion (no request). Every request carries the User-Agent
+``egress-proxies-controller/<version>`` (the collection's version), and the metrics the
+build-info gauge with the same version.
 """
 
 from __future__ import annotations
@@ -172,6 +173,15 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
         env.delete("audited")
         env.wait_gone("audited")
         assert env.controller.stop() == 0
+        # --shards: membership and shard Leases listed, its own membership Lease deleted on stop.
+        (tmp_path / "sharded").mkdir()
+        sharded = e2e_lib.ControllerProcess(
+            str(tmp_path / "sharded"), env.kubeconfig, env.providers, namespace, "sharded-" + namespace
+        )
+        env.controller = sharded
+        sharded.start(extra_args=["--shards", "2"])
+        sharded.wait_ready()
+        assert sharded.stop() == 0
     finally:
         if env.controller.proc is not None and env.controller.proc.poll() is None:
             env.controller.kill()

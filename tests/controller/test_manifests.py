@@ -493,7 +493,7 @@ CONTROLLER_RULES = {
     ("", "secrets"): {"get"},
     ("", "events"): {"create", "patch"},
 }
-LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update", "list", "delete"}}
 KUBERNETES_PROVIDER_RULES = {
     ("", "pods"): {"get", "list", "create", "delete"},
     ("", "configmaps"): {"get", "create", "update", "delete"},

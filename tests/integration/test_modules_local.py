@@ -13,6 +13,8 @@ import uuid
 
 import pytest
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import uid_shards
+
 from .local_env import instance_dirs, squid_pids
 from .playbook import run_playbook
 
@@ -284,3 +286,44 @@ def test_fail_item_isolates_an_invalid_batch_item(tmp_path, local):
     assert second["failed"] is True and second["error_class"] == "permanent"
     assert "provider 'nope' is not configured" in second["msg"]
     assert len(instance_dirs(tmp_path / "state")) == 1
+
+
+def _uid_in_shard(shard: int, count: int) -> str:
+    while True:
+        uid = str(uuid.uuid4())
+        if uid_shards.shard_of(uid, count) == shard:
+            return uid
+
+
+def test_gc_with_uid_shards_collects_only_the_owned_shard(tmp_path, local):
+    mine, theirs = _uid_in_shard(0, 2), _uid_in_shard(1, 2)
+    run = run_playbook(
+        tmp_path,
+        [{"name": "create", PI: {"provider": "local", "instances": [{"uid": mine}, {"uid": theirs}]}}],
+        module_defaults=local,
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    shard_args = {"live_uids": [], "min_age": "0", "uid_shards": {"count": 2, "owned": [0]}}
+    run = run_playbook(
+        tmp_path,
+        [
+            {
+                "name": "bad",
+                GC: dict(shard_args, uid_shards={"count": 2, "owned": [2]}),
+                "ignore_errors": True,
+            },
+            {"name": "dry", GC: shard_args, "check_mode": True},
+            {"name": "sweep", GC: shard_args},
+            {"name": "info", INFO: {}},
+        ],
+        module_defaults=local,
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    assert "uid_shards.owned[0]: 2 is not a shard of 2" in run["bad"]["msg"]
+    assert [d["uid"] for d in run["dry"]["would_delete"]] == [mine]
+    assert [(k["uid"], k["reason"]) for k in run["dry"]["kept"]] == [(theirs, "other-shard")]
+    assert run["dry"]["deleted"] == []
+    assert [d["uid"] for d in run["sweep"]["deleted"]] == [mine]
+    assert [(k["uid"], k["reason"]) for k in run["sweep"]["kept"]] == [(theirs, "other-shard")]
+    assert run["sweep"]["uid_shards"] == {"count": 2, "owned": [0]}
+    assert [i["uid"] for i in run["info"]["instances"]] == [theirs]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, gc, orphans
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, gc, orphans, uid_shards
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import RUNNING, Instance
 
 NOW = datetime.datetime(2026, 1, 2, 12, 0, 0, tzinfo=datetime.UTC)
@@ -228,3 +228,52 @@ def test_a_sweep_that_leaves_orphans_fails_incomplete_and_says_what_is_left():
     assert [e["id"] for e in result["remaining"]] == ["fake/proxy-a"]
     assert result["failed_msg"].startswith("gc incomplete: 1 of 2 orphans could not be deleted")
     assert result["error_class"] == errors.TRANSIENT
+
+
+def _uid_in_shard(shard: int, count: int, prefix: str = "u") -> str:
+    return next(
+        u for u in ("%s-%d" % (prefix, i) for i in range(1000)) if uid_shards.shard_of(u, count) == shard
+    )
+
+
+def test_decide_keeps_other_shards_and_collects_owned_ones():
+    mine, theirs = _uid_in_shard(1, 3), _uid_in_shard(2, 3)
+    owned = (3, frozenset({0, 1}))
+    assert gc.decide(inst(uid=mine), frozenset(), INSTALL, MIN_AGE, NOW, owned) == gc.Decision(
+        True, gc.DELETE_ORPHAN
+    )
+    assert gc.decide(inst(uid=theirs), frozenset(), INSTALL, MIN_AGE, NOW, owned) == gc.Decision(
+        False, gc.KEEP_OTHER_SHARD
+    )
+    # An empty uid is never collected, whatever shard it would hash to.
+    assert gc.decide(inst(uid=""), frozenset(), INSTALL, MIN_AGE, NOW, (1, frozenset({0}))).reason == (
+        gc.KEEP_EMPTY_UID
+    )
+    # Owning every shard is the same as no filter.
+    assert gc.decide(inst(uid=theirs), frozenset(), INSTALL, MIN_AGE, NOW, (3, frozenset({0, 1, 2}))).delete
+
+
+@pytest.mark.parametrize(
+    "value,field",
+    [
+        ([1], "uid_shards: must be a dict"),
+        ({"owned": []}, "uid_shards.count: required"),
+        ({"count": 0, "owned": []}, "uid_shards.count: must be between 1"),
+        ({"count": "x", "owned": []}, "uid_shards.count: must be an integer"),
+        ({"count": 3}, "uid_shards.owned: required"),
+        ({"count": 3, "owned": [0, 3]}, "uid_shards.owned[1]: 3 is not a shard of 3"),
+        ({"count": 3, "owned": [-1]}, "uid_shards.owned[0]"),
+        ({"count": 3, "owned": [True]}, "uid_shards.owned[0]: must be an integer"),
+        ({"count": 3, "owned": [], "extra": 1}, "uid_shards: unknown key(s) extra"),
+    ],
+)
+def test_uid_shards_bad_input_names_the_field(value, field):
+    with pytest.raises(errors.UsageError) as raised:
+        uid_shards.parse(value)
+    assert field in str(raised.value)
+
+
+def test_uid_shards_parse():
+    assert uid_shards.parse(None) is None
+    assert uid_shards.parse({"count": "3", "owned": ["2", 0, 2]}) == (3, frozenset({0, 2}))
+    assert uid_shards.parse({"count": 4, "owned": []}) == (4, frozenset())

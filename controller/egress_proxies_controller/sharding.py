@@ -1,0 +1,66 @@
+"""The glue between the shard Leases and the rest of the controller (``--shards N``, N > 1).
+
+``owns(key)``: the manager and the probe engine dispatch a key only while its Proxy's shard is
+held here and not being given up. ``busy(shard)``: the coordinator gives a shard up only once no
+batch or run of the manager holds one of its keys and no GC sweep claimed it. ``claim()``: the GC
+loop's shards, held for the length of its sweep. ``acquired(shard)``: every cached key of a shard
+just taken is queued (the keys were dropped while another replica owned them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from . import shards as shards_mod
+
+
+class Sharding:
+    def __init__(self, count: int, informer, queue):
+        self.count, self.informer, self.queue = count, informer, queue
+        self.coordinator = None  # shard_leases.ShardCoordinator, set once built
+        self.manager = None
+        self._key_shard = {}  # key -> shard of the uid last seen for it (a re-created Proxy moves)
+        self._claimed = {}  # shard -> GC sweeps using it
+        self._lock = threading.Lock()
+
+    def shard_of_key(self, key: str):
+        obj = self.informer.get(key)
+        uid = ((obj or {}).get("metadata") or {}).get("uid")
+        if not uid:
+            return None
+        shard = shards_mod.shard_of(uid, self.count)
+        with self._lock:
+            self._key_shard[key] = shard
+        return shard
+
+    def owns(self, key: str) -> bool:
+        shard = self.shard_of_key(key)
+        return shard is not None and self.coordinator.dispatching(shard)
+
+    def busy(self, shard: int) -> bool:
+        with self._lock:
+            if self._claimed.get(shard):
+                return True
+            known = dict(self._key_shard)
+        # A held key whose shard is unknown might be this one's: wait for it too.
+        return self.manager is not None and self.manager.holds_any(lambda k: known.get(k, shard) == shard)
+
+    def acquired(self, shard: int) -> None:
+        for key in self.informer.cache_keys():
+            if self.shard_of_key(key) == shard:
+                self.queue.add(key)
+
+    @contextlib.contextmanager
+    def claim(self):
+        """The shards held now, kept from being given up until the block ends."""
+        with self._lock:
+            owned = self.coordinator.owned()
+            for shard in owned:
+                self._claimed[shard] = self._claimed.get(shard, 0) + 1
+        try:
+            yield owned
+        finally:
+            with self._lock:
+                for shard in owned:
+                    self._claimed[shard] -= 1
