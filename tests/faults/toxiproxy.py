@@ -41,6 +41,9 @@ class Toxic:
         }
 
 
+REMOVE_TIMEOUT = 60.0
+
+
 @dataclasses.dataclass
 class Proxy:
     """One proxy: clients dial ``listen`` (``127.0.0.1:port``), it forwards to ``upstream``."""
@@ -62,7 +65,9 @@ class Proxy:
         self.api.call("POST", "/proxies/%s/toxics" % self.name, toxic.body())
 
     def remove(self, toxic_name: str) -> None:
-        self.api.call("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name))
+        # Toxiproxy answers only once the toxic's streams have drained: behind a latency toxic
+        # on the sshd link that took over 10 s (net-latency-libvirt timed out once in CI).
+        self.api.call("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name), timeout=REMOVE_TIMEOUT)
 
     def toxics(self) -> list:
         return [t["name"] for t in self.api.call("GET", "/proxies/%s/toxics" % self.name)]
@@ -82,12 +87,12 @@ class Toxiproxy:
         self.api_url = api_url.rstrip("/")
         self.timeout = timeout
 
-    def call(self, method: str, path: str, body: dict | None = None):
+    def call(self, method: str, path: str, body: dict | None = None, timeout: float | None = None):
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.api_url + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            with urllib.request.urlopen(request, timeout=timeout or self.timeout) as answer:
                 text = answer.read()
         except urllib.error.HTTPError as exc:
             raise ToxiproxyError("%s %s: %d %s" % (method, path, exc.code, exc.read()[:300])) from exc
