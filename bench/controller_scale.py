@@ -73,14 +73,10 @@ def ready_count(custom, namespace: str) -> int:
     return sum(1 for o in items if e2e_lib.condition(o, "Ready").get("status") == "True")
 
 
-def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) -> dict:
-    namespace = kube_testlib.create_namespace(admin, prefix="bench")
-    custom = k8s.CustomObjectsApi(admin)
-    kubeconfig = e2e_lib.service_account_kubeconfig(
-        admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
-    )
-    providers = {
-        "installation": "bench",
+def kwok_providers(kubeconfig: str, installation: str) -> dict:
+    """One kubernetes provider on the test control plane, Pods small enough for kwok's node."""
+    return {
+        "installation": installation,
         # 10m CPU per Pod so 1000 Pods fit on the simulated node (32 CPUs; the default request is 50m).
         "providers": [
             {
@@ -93,6 +89,32 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
             }
         ],
     }
+
+
+def create_proxies(custom, namespace: str, count: int, name_format: str) -> None:
+    """``count`` Proxies on that provider, named by ``name_format``, created 8 at a time."""
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda i: custom.create_namespaced_custom_object(
+                    "crawl.example.com",
+                    "v1alpha1",
+                    namespace,
+                    "proxies",
+                    e2e_lib.proxy_body(name_format % i, {"provider": "k8s"}),
+                ),
+                range(count),
+            )
+        )
+
+
+def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) -> dict:
+    namespace = kube_testlib.create_namespace(admin, prefix="bench")
+    custom = k8s.CustomObjectsApi(admin)
+    kubeconfig = e2e_lib.service_account_kubeconfig(
+        admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
+    )
+    providers = kwok_providers(kubeconfig, "bench")
     rundir = tempfile.mkdtemp(prefix="%s-%d-" % (mode, count), dir=workdir)
     proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
     # kwok Pods run no Squid, so the proxy health engine is off: Ready here means Running.
@@ -109,19 +131,7 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
     proc.start(extra_args=MODES[mode] + timing)
     proc.wait_ready()
     started = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(
-            pool.map(
-                lambda i: custom.create_namespaced_custom_object(
-                    "crawl.example.com",
-                    "v1alpha1",
-                    namespace,
-                    "proxies",
-                    e2e_lib.proxy_body("p%04d" % i, {"provider": "k8s"}),
-                ),
-                range(count),
-            )
-        )
+    create_proxies(custom, namespace, count, "p%04d")
     ready, elapsed, peak = 0, 0.0, 0.0
     last_report = 0.0
     while True:

@@ -20,7 +20,6 @@ Usage: .venv/bin/python bench/controller_steady.py [--count 1000] [--hold 120] [
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import os
 import re
 import sys
@@ -32,7 +31,14 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), o
 
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
-from controller_scale import cpu_seconds, peak_rss_mib, ready_count, runner_runs  # noqa: E402
+from controller_scale import (  # noqa: E402
+    cpu_seconds,
+    create_proxies,
+    kwok_providers,
+    peak_rss_mib,
+    ready_count,
+    runner_runs,
+)
 from kubernetes import client as k8s  # noqa: E402
 
 from controller import e2e_lib  # noqa: E402
@@ -56,9 +62,10 @@ def lateness(before: list, after: list) -> tuple:
 
 
 def api_requests(admin) -> dict:
-    text = admin.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False)[
-        0
-    ].data.decode()
+    # The client's own transport (its TLS client certificate and CA): kube-apiserver's /metrics.
+    answer = admin.call_api("GET", admin.configuration.host + "/metrics", _request_timeout=30)
+    answer.read()
+    text = answer.data.decode()
     out: dict = {}
     for labels, value in re.findall(r"^apiserver_request_total\{([^}]*)\} (\S+)$", text, re.M):
         resource = re.search(r'resource="([^"]*)"', labels)
@@ -73,19 +80,7 @@ def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: 
     kubeconfig = e2e_lib.service_account_kubeconfig(
         admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
     )
-    providers = {
-        "installation": "steady-%s" % namespace[-6:],
-        "providers": [
-            {
-                "name": "k8s",
-                "type": "kubernetes",
-                "kubernetes": {
-                    "kubeconfig": kubeconfig,
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                },
-            }
-        ],
-    }
+    providers = kwok_providers(kubeconfig, "steady-%s" % namespace[-6:])
     rundir = tempfile.mkdtemp(prefix="steady-%g-" % interval, dir=workdir)
     proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
     timing = [
@@ -101,19 +96,7 @@ def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: 
     proc.start(extra_args=[*timing, "--min-batch-interval", str(interval), "--gc-interval", "0"])
     try:
         proc.wait_ready()
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            list(
-                pool.map(
-                    lambda i: custom.create_namespaced_custom_object(
-                        "crawl.example.com",
-                        "v1alpha1",
-                        namespace,
-                        "proxies",
-                        e2e_lib.proxy_body("s%05d" % i, {"provider": "k8s"}),
-                    ),
-                    range(count),
-                )
-            )
+        create_proxies(custom, namespace, count, "s%05d")
         kube_testlib.wait_for(
             "all Ready", lambda: ready_count(custom, namespace) == count, timeout=1800, interval=2
         )

@@ -25,19 +25,17 @@ import uuid
 from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, ".venv", "collections"), os.path.join(ROOT, "tests")]
+sys.path[:0] = [
+    os.path.join(ROOT, ".venv", "collections"),
+    os.path.join(ROOT, "tests"),
+    os.path.join(ROOT, "bench"),
+]
 
 from contract.gcp_backend import GcpBackend  # noqa: E402
+from gcp_calls import PLACEMENT  # noqa: E402
 from integration.playbook import run_playbook  # noqa: E402
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline  # noqa: E402
-
-PLACEMENT = {
-    "region": "us-central1",
-    "zone": "us-central1-a",
-    "machine_type": "e2-small",
-    "image": "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64",
-}
 
 
 def peak_per_second(times: list) -> int:

@@ -19,6 +19,11 @@ from .queue_metrics import WorkQueueMetrics
 CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
 
 
+def _children_cpu_seconds() -> float:
+    times = os.times()  # one read: user and system of the same moment
+    return times.children_user + times.children_system
+
+
 class Metrics:
     def __init__(self):
         self.registry = CollectorRegistry()
@@ -77,7 +82,7 @@ class Metrics:
             "their modules); with process_cpu_seconds_total, what the controller costs in all.",
             registry=self.registry,
         )
-        children.set_function(lambda: os.times().children_user + os.times().children_system)
+        children.set_function(_children_cpu_seconds)
         self.runs_in_flight = Gauge(
             "egress_proxies_runner_runs_in_flight",
             "ansible-runner runs started and not finished yet.",
