@@ -12,7 +12,7 @@ on the kubernetes provider (Pods that kwok brings to Running), and measures:
 Modes: ``batch`` is this controller's design (every due Proxy of a tick in one runner run, at
 most 3 runs in flight); ``per-proxy`` is what operator-sdk's Ansible operator does (one runner
 run per reconcile; as many reconciles at once as CPUs, here 2), using the same controller with
-``--batch-max 1 --runs-in-flight 2``, so only the batching differs.
+``--batch-max 1 --poll-batch-max 1 --runs-in-flight 2``, so only the batching differs.
 
 Usage: .venv/bin/python bench/controller_scale.py [--counts 100,1000] [--budget 900]
 """
@@ -42,7 +42,10 @@ from controller import e2e_lib  # noqa: E402
 
 MODES = {
     "batch": [],
-    "per-proxy": ["--batch-max", "1", "--runs-in-flight", "2", "--list-poll-threshold", "100000"],
+    "per-proxy": [
+        *("--batch-max", "1", "--poll-batch-max", "1"),
+        *("--runs-in-flight", "2", "--list-poll-threshold", "100000"),
+    ],
 }
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -64,6 +67,39 @@ def runner_runs(metrics: str) -> int:
     return int(
         sum(float(v) for v in re.findall(r"^egress_proxies_runner_runs_total\{[^}]*\} (\S+)$", metrics, re.M))
     )
+
+
+def series_sums(metrics: str, name: str, label: str) -> dict:
+    """{label value: summed sample} of one series in a Prometheus text page."""
+    out = {}
+    pattern = r"^%s\{([^}]*)\} (\S+)$" % re.escape(name)
+    for labels, value in re.findall(pattern, metrics, re.M):
+        match = re.search(r'%s="([^"]*)"' % label, labels)
+        if match:
+            out[match.group(1)] = out.get(match.group(1), 0.0) + float(value)
+    return out
+
+
+def breakdown(metrics: str) -> str:
+    """Where the time went, summed over runs and requests (they overlap, so the sums may exceed
+    the wall time): runner start-up, module work and wind-down; provider calls by operation;
+    API requests by verb."""
+    phases = series_sums(metrics, "egress_proxies_runner_phase_seconds_sum", "phase")
+    ops = series_sums(metrics, "egress_proxies_provider_operation_duration_seconds_sum", "op")
+    calls = series_sums(metrics, "egress_proxies_provider_operation_duration_seconds_count", "op")
+    verbs = series_sums(metrics, "rest_client_request_duration_seconds_sum", "verb")
+    requests = series_sums(metrics, "rest_client_requests_total", "method")
+    parts = [
+        "runs: " + ", ".join("%s %.1fs" % (p, phases.get(p, 0.0)) for p in ("startup", "module", "finish"))
+    ]
+    parts.append(
+        "provider calls: " + ", ".join("%s %d in %.1fs" % (o, calls.get(o, 0), ops[o]) for o in sorted(ops))
+    )
+    parts.append(
+        "API requests: "
+        + ", ".join("%s %d in %.1fs" % (v, requests.get(v, 0), verbs[v]) for v in sorted(verbs))
+    )
+    return "; ".join(parts)
 
 
 def ready_count(custom, namespace: str) -> int:
@@ -145,7 +181,9 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
             break
         time.sleep(1.0)
     cpu = cpu_seconds(proc.proc.pid)
-    runs = runner_runs(proc.metrics())
+    page = proc.metrics()
+    runs = runner_runs(page)
+    where = breakdown(page)
     proc.stop()
     # Clean up with a batched controller whatever the mode measured: per-Proxy deletion of 1000
     # Proxies would take longer than the measurement itself.
@@ -189,6 +227,7 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
         "cpu": cpu,
         "rss": peak,
         "runs": runs,
+        "breakdown": where,
         "complete": ready == count,
     }
 
@@ -215,7 +254,7 @@ def main() -> None:
                 rows.append(row)
                 print(
                     "   -> %(mode)s N=%(count)d: %(ready)d Ready in %(seconds).1fs, cpu %(cpu).1fs, "
-                    "rss %(rss).1f MiB, %(runs)d runner runs" % row,
+                    "rss %(rss).1f MiB, %(runs)d runner runs\n      %(breakdown)s" % row,
                     flush=True,
                 )
         print()

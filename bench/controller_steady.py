@@ -2,7 +2,9 @@
 
 Starts the test control plane with kwok, creates N Proxies on the kubernetes provider, waits
 until all are Ready, then holds them for ``--hold`` seconds with the Running poll at
-``--running-poll`` and measures, for each ``--min-batch-interval`` given:
+``--running-poll`` and measures, for each of ``--variants`` (``rounds``: this controller, every
+Running Proxy of a provider polled in one round per interval; ``spread``: ``--no-poll-rounds``,
+each Proxy polled one interval after its last answer, as before issue 18's rounds):
 
 * controller CPU (its own plus every child it waited for: ansible-runner, ansible-playbook and
   the modules) as cores on average over the hold, and peak RSS;
@@ -10,16 +12,19 @@ until all are Ready, then holds them for ``--hold`` seconds with the Running pol
 * how late polls were (the work queue's ``workqueue_queue_duration_seconds``: time a key waited
   after it was due; the bucket bound that 99 % stayed under, and the largest bucket reached);
 * API server requests per second during the hold, by resource (from kube-apiserver's own
-  ``apiserver_request_total``; every client, the controller and its modules being the only busy
-  ones).
+  ``apiserver_request_total``: every client, its modules included), and the controller's own
+  (its ``rest_client_requests_total``);
+* with ``--churn F``: a third into the hold, F of the Proxies deleted and as many new ones
+  created, and the seconds until every new one is Ready (the issue asks 2 minutes at most).
 
 Usage: .venv/bin/python bench/controller_steady.py [--count 1000] [--hold 120] [--running-poll 60]
-       [--intervals 0,5]
+       [--variants rounds,spread] [--min-batch-interval 0] [--churn 0.1]
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import sys
@@ -74,14 +79,54 @@ def api_requests(admin) -> dict:
     return out
 
 
-def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: float, poll: float) -> dict:
+VARIANTS = {"rounds": [], "spread": ["--no-poll-rounds"]}
+
+
+def controller_requests(metrics: str) -> float:
+    """Requests the controller itself sent (its rest_client_requests_total, every code)."""
+    return sum(float(v) for v in re.findall(r"^rest_client_requests_total\{[^}]*\} (\S+)$", metrics, re.M))
+
+
+def churn(custom, namespace: str, count: int, hold_seconds: float) -> dict:
+    """A third into the hold, delete ``count`` held Proxies and create ``count`` new ones; returns
+    the seconds until every new one was Ready (None when not within the rest of the hold)."""
+    time.sleep(hold_seconds / 3)
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda i: custom.delete_namespaced_custom_object(
+                    "crawl.example.com", "v1alpha1", namespace, "proxies", "s%05d" % i
+                ),
+                range(count),
+            )
+        )
+    create_proxies(custom, namespace, count, "n%05d")
+    deadline = started + hold_seconds * 2 / 3
+    while time.monotonic() < deadline:
+        items = custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")
+        fresh = [o for o in items["items"] if o["metadata"]["name"].startswith("n")]
+        ready = sum(
+            1
+            for o in fresh
+            for c in (o.get("status") or {}).get("conditions") or []
+            if c["type"] == "Ready" and c["status"] == "True"
+        )
+        if ready == count:
+            return {"count": count, "seconds": time.monotonic() - started}
+        time.sleep(5)
+    return {"count": count, "seconds": None}
+
+
+def hold(admin, plane, workdir: str, count: int, variant: str, args) -> dict:
+    interval, hold_seconds, poll = args.min_batch_interval, args.hold, args.running_poll
     namespace = kube_testlib.create_namespace(admin, prefix="steady")
     custom = k8s.CustomObjectsApi(admin)
     kubeconfig = e2e_lib.service_account_kubeconfig(
         admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
     )
     providers = kwok_providers(kubeconfig, "steady-%s" % namespace[-6:])
-    rundir = tempfile.mkdtemp(prefix="steady-%g-" % interval, dir=workdir)
+    rundir = tempfile.mkdtemp(prefix="steady-%s-" % variant, dir=workdir)
     proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
     timing = [
         "--provisioning-poll",
@@ -93,18 +138,21 @@ def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: 
         "--probe-interval",
         "0",
     ]
-    proc.start(extra_args=[*timing, "--min-batch-interval", str(interval), "--gc-interval", "0"])
+    extra = [*timing, *VARIANTS[variant], "--min-batch-interval", str(interval), "--gc-interval", "0"]
+    proc.start(extra_args=extra)
     try:
         proc.wait_ready()
         create_proxies(custom, namespace, count, "s%05d")
         kube_testlib.wait_for(
             "all Ready", lambda: ready_count(custom, namespace) == count, timeout=1800, interval=2
         )
-        print("  interval %g: %d Ready; holding %ds" % (interval, count, hold_seconds), flush=True)
+        print("  %s: %d Ready; holding %ds" % (variant, count, hold_seconds), flush=True)
         metrics0 = proc.metrics()
         cpu0, runs0, api0 = cpu_seconds(proc.proc.pid), runner_runs(metrics0), api_requests(admin)
         queue0 = histogram(metrics0, "workqueue_queue_duration_seconds")
-        time.sleep(hold_seconds)
+        began = time.monotonic()
+        churned = churn(custom, namespace, int(count * args.churn), hold_seconds) if args.churn else None
+        time.sleep(max(0.0, hold_seconds - (time.monotonic() - began)))
         metrics1 = proc.metrics()
         cpu1, runs1, api1 = cpu_seconds(proc.proc.pid), runner_runs(metrics1), api_requests(admin)
         p99, top, handed = lateness(queue0, histogram(metrics1, "workqueue_queue_duration_seconds"))
@@ -114,11 +162,12 @@ def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: 
         if proc.proc.poll() is None:
             proc.kill()
     rates = {k: (api1.get(k, 0) - api0.get(k, 0)) / hold_seconds for k in api1}
+    own = (controller_requests(metrics1) - controller_requests(metrics0)) / hold_seconds
     # The namespace stays Terminating (the Proxies keep their finalizer with no controller left);
     # the plane goes at the end of the run, and kwok's node has room for every measured run.
     kube_testlib.delete_namespace(admin, namespace)
     return {
-        "interval": interval,
+        "variant": variant,
         "cores": (cpu1 - cpu0) / hold_seconds,
         "rss": rss,
         "runs": runs1 - runs0,
@@ -126,8 +175,18 @@ def hold(admin, plane, workdir: str, count: int, interval: float, hold_seconds: 
         "p99": p99,
         "top": top,
         "api": sum(rates.values()),
+        "own_api": own,
+        "churned": churned,
         "api_top": sorted(((v, k) for k, v in rates.items() if v > 0.01), reverse=True)[:4],
     }
+
+
+def churn_text(churned: dict | None) -> str:
+    if not churned:
+        return "-"
+    if churned["seconds"] is None:
+        return "%d replaced, not all Ready within the hold" % churned["count"]
+    return "%d replaced, all Ready in %.0fs" % (churned["count"], churned["seconds"])
 
 
 def main() -> None:
@@ -135,7 +194,11 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--hold", type=float, default=120.0)
     parser.add_argument("--running-poll", type=float, default=60.0)
-    parser.add_argument("--intervals", default="0,5")
+    parser.add_argument("--variants", default="rounds,spread")
+    parser.add_argument("--min-batch-interval", type=float, default=0.0)
+    parser.add_argument(
+        "--churn", type=float, default=0.0, help="fraction deleted and recreated during the hold (0.1: 10 %%)"
+    )
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="bench-steady-")
     plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=args.count * 2 + 100, pod_cidr_prefix=20)
@@ -145,8 +208,8 @@ def main() -> None:
         admin = kube_testlib.api_client(plane.kubeconfig)
         e2e_lib.install_api(admin)
         e2e_lib.install_kubernetes_provider_rbac(admin)
-        for interval in (float(v) for v in args.intervals.split(",")):
-            rows.append(hold(admin, plane, workdir, args.count, interval, args.hold, args.running_poll))
+        for variant in args.variants.split(","):
+            rows.append(hold(admin, plane, workdir, args.count, variant, args))
     finally:
         plane.stop()
     print(
@@ -154,15 +217,15 @@ def main() -> None:
         % (args.count, args.hold, args.running_poll, " ".join(sys.argv[1:]))
     )
     print(
-        "| --min-batch-interval | CPU cores (with children) | peak RSS MiB | runner runs | keys per run "
-        "| poll late p99 / max (bucket) | API req/s | top resources req/s |"
+        "| polls | CPU cores (with children) | peak RSS MiB | runner runs | keys per run "
+        "| poll late p99 / max (bucket) | API req/s (all / controller's) | top resources req/s | churn |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            "| %g s | %.2f | %.0f | %d | %.0f | <= %gs / <= %gs | %.1f | %s |"
+            "| %s | %.2f | %.0f | %d | %.0f | <= %gs / <= %gs | %.1f / %.1f | %s | %s |"
             % (
-                r["interval"],
+                r["variant"],
                 r["cores"],
                 r["rss"],
                 r["runs"],
@@ -170,13 +233,22 @@ def main() -> None:
                 r["p99"],
                 r["top"],
                 r["api"],
+                r["own_api"],
                 ", ".join("%s %.1f" % (k or "-", v) for v, k in r["api_top"]),
+                churn_text(r["churned"]),
             )
         )
     if len(rows) > 1:
         print(
-            "\nCPU ratio interval %g / %g: %.2fx"
-            % (rows[0]["interval"], rows[-1]["interval"], rows[0]["cores"] / max(1e-9, rows[-1]["cores"]))
+            "\nCPU ratio %s / %s: %.2fx; runner runs %s / %s: %.2fx"
+            % (
+                rows[-1]["variant"],
+                rows[0]["variant"],
+                rows[-1]["cores"] / max(1e-9, rows[0]["cores"]),
+                rows[-1]["variant"],
+                rows[0]["variant"],
+                rows[-1]["runs"] / max(1, rows[0]["runs"]),
+            )
         )
 
 

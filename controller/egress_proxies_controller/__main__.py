@@ -73,7 +73,29 @@ def parser() -> argparse.ArgumentParser:
         default=3,
         help="ansible-runner runs at once per provider (and batches planned at once)",
     )
-    g.add_argument("--batch-max", type=int, default=500, help="most Proxies in one run")
+    g.add_argument(
+        "--batch-max", type=int, default=500, help="most creates and deletes in one run (real backend work)"
+    )
+    g.add_argument(
+        "--gather-while-busy",
+        type=float,
+        default=5.0,
+        help="seconds a busy provider's new work waits for a run of it to end and hand its slot over "
+        "(then it takes a free slot anyway): one run instead of many small ones; 0 starts at once",
+    )
+    g.add_argument(
+        "--no-poll-rounds",
+        dest="poll_in_rounds",
+        action="store_false",
+        help="poll each Running Proxy --running-poll after its last answer, instead of in one round "
+        "per provider per interval (rounds: one run and one list answer a provider's whole fleet)",
+    )
+    g.add_argument(
+        "--poll-batch-max",
+        type=int,
+        default=10000,
+        help="most polls in one run (one list answers them, so a provider's whole poll round fits)",
+    )
     g.add_argument("--tick", type=float, default=1.0, help="seconds between looks at the queue")
     g.add_argument(
         "--min-batch-interval",
@@ -239,6 +261,7 @@ def main(argv=None) -> int:
 
     metrics = metrics_mod.Metrics()
     api_client = kube_mod.load(args.kubeconfig, args.context)
+    metrics.rest_client.instrument(api_client)
     kube = kube_mod.Kube(api_client)
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
@@ -392,6 +415,9 @@ def main(argv=None) -> int:
         config,
         runs_in_flight=args.runs_in_flight,
         batch_max=args.batch_max,
+        poll_batch_max=args.poll_batch_max,
+        poll_in_rounds=args.poll_in_rounds,
+        gather_while_busy=args.gather_while_busy,
         tick=args.tick,
         min_batch_interval=args.min_batch_interval,
         metrics=metrics,

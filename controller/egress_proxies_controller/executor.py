@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 
-from . import process_tree
+from . import process_tree, runner_phases
 from .reconciler import CREATE, DELETE, GET, NOT_FOUND, TRANSIENT, Action, Answer
 
 log = logging.getLogger("egress_proxies_controller.executor")
@@ -334,7 +334,7 @@ class Executor:
             }
             if self.collections_path:
                 envvars["ANSIBLE_COLLECTIONS_PATH"] = self.collections_path
-            started = time.monotonic()
+            started, started_at = time.monotonic(), time.time()
             with self._lock:
                 self.runs += 1
             self.record("start", run_id, label)
@@ -369,7 +369,9 @@ class Executor:
                     watchdog.wait()
             elapsed = time.monotonic() - started
             if self.metrics is not None:
-                self.metrics.runner_run(runner.status, elapsed)
+                self.metrics.runner_run(
+                    runner.status, elapsed, runner_phases.phases(runner.events, started_at, elapsed)
+                )
             log.info("runner run %s status=%s %s seconds=%.2f", name, runner.status, label, elapsed)
             results = RunResult()
             for event in runner.events:

@@ -12,7 +12,7 @@ finalizers; our own status writes do not, so a status write never triggers anoth
 The cache holds objects trimmed of what no reconcile reads (``trimmed``): ``managedFields``
 (server-side apply bookkeeping, often larger than the spec) and kubectl's
 ``last-applied-configuration`` annotation (a second copy of the spec, inline cloud-init
-included).
+included); inline cloud-init itself is kept as its digest (``spec.trim_inline_cloud_init``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import threading
 
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
+
+from .spec import trim_inline_cloud_init
 
 log = logging.getLogger("egress_proxies_controller.informer")
 
@@ -42,7 +44,7 @@ def trimmed(obj: dict) -> dict:
     annotations = meta.get("annotations")
     if annotations and LAST_APPLIED in annotations:
         meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
-    return {**obj, "metadata": meta}
+    return trim_inline_cloud_init({**obj, "metadata": meta})
 
 
 def _interesting(old: dict | None, new: dict) -> bool:

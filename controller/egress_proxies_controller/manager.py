@@ -5,9 +5,14 @@ call (finalizer first: it must be on the object before anything is created), the
 provider's calls to ONE executor run of its own, and applies each answer as its run ends. At most
 ``runs_in_flight`` batches are planned at once and each provider has ``runs_in_flight`` run slots
 of its own: a stuck backend holds only its own Proxies (its keys wait while its slots are full),
-never another provider's. A key is held by exactly one batch or run at a time (the queue
-guarantees one reconcile per key; a failed batch lets go only of the keys it still holds). No run
-starts while ``may_act()`` is False (this replica may no longer lead).
+never another provider's. Keys that find their provider's slots full wait together (held, so
+never reconciled twice), and the run that frees a slot hands it straight to them: one run then
+carries all of them (up to ``poll_batch_max`` polls and ``batch_max`` creates and deletes), where runs started
+as keys trickled in would each carry a few and pay a whole ansible start-up for them. Running
+polls come due in rounds per provider (``poll_rounds``), so one run answers a whole round.
+A key is held by exactly one batch, run or waiting list at a time (the queue guarantees one
+reconcile per key; a failed batch lets go only of the keys it still holds). No run starts while
+``may_act()`` is False (this replica may no longer lead).
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import os
 import threading
 import time
 
-from . import auth_secret
+from . import auth_secret, poll_rounds
 from . import kube as kube_mod
 from . import reconciler as rec
+from . import spec as spec_mod
 from .reconciler import Proxy, Reconciler
 
 log = logging.getLogger("egress_proxies_controller.manager")
@@ -43,6 +49,9 @@ class Manager:
         *,
         runs_in_flight: int = 3,
         batch_max: int = 500,
+        poll_batch_max: int = 10000,
+        poll_in_rounds: bool = True,
+        gather_while_busy: float = 5.0,
         tick: float = 1.0,
         min_batch_interval: float = 0.0,
         metrics=None,
@@ -56,6 +65,13 @@ class Manager:
         self.config = config  # providers_config.ProvidersConfig
         self.runs_in_flight = runs_in_flight
         self.batch_max, self.tick = batch_max, tick
+        self.poll_batch_max = poll_batch_max
+        self.poll_in_rounds = poll_in_rounds  # False: each Proxy polled running_poll after its answer
+        # While a provider has a run in flight, its new work waits this long for a slot to be
+        # handed over (then it goes on a free slot anyway): one run instead of many small ones.
+        self.gather_while_busy = gather_while_busy
+        self._busy = {}  # provider -> its runs in flight
+        self._waiting_since = {}  # provider -> when its waiting list got its first key
         self.min_batch_interval = min_batch_interval
         self._last_batch = float("-inf")  # when the last batch was dispatched
         self.metrics = metrics
@@ -69,6 +85,7 @@ class Manager:
         self.report_missing = report_missing or (lambda missing: None)
         self.missing: dict = {}  # provider -> Proxies with an instance there, not in the file
         self._provider_slots = {}  # provider -> Semaphore(runs_in_flight)
+        self._waiting = {}  # provider -> keys (held) waiting for one of its run slots
         self._runs = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="run")
         self._in_flight = set()  # futures of runs not yet applied
         self.reconciler = Reconciler(settings, [])
@@ -112,6 +129,7 @@ class Manager:
             while not self.stop.is_set():
                 self.last_progress = time.monotonic()
                 self.reload_config()
+                self._flush_waiting()
                 if self.config.in_use is None:  # no good providers file yet: no provider calls
                     self.stop.wait(self.tick)
                     continue
@@ -121,7 +139,7 @@ class Manager:
                 if gather > 0 and self.stop.wait(min(gather, self.min_batch_interval)):
                     self._slots.release()
                     continue  # stopping
-                keys = self.queue.pop_due(self.batch_max, self.tick)
+                keys = self.queue.pop_due(self.batch_max + self.poll_batch_max, self.tick)
                 if not keys:
                     self._slots.release()
                     continue
@@ -163,10 +181,16 @@ class Manager:
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every dispatched run has been applied; False when ``timeout`` passed first."""
-        with self._held_lock:
-            pending = set(self._in_flight)
-        _done, not_done = concurrent.futures.wait(pending, timeout)
-        return not not_done
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:  # a run that ends may hand its slot to a new run: wait for that one too
+            with self._held_lock:
+                pending = set(self._in_flight)
+            if not pending:
+                return True
+            left = None if end is None else max(0.0, end - time.monotonic())
+            _done, not_done = concurrent.futures.wait(pending, left)
+            if not_done:
+                return False
 
     def _batch(self, keys: list) -> None:
         try:
@@ -179,36 +203,133 @@ class Manager:
 
     def _process(self, keys: list) -> None:
         reconciler = self.reconciler
-        planned = {}  # key -> (action, the object it was planned from)
-        for key in keys:
-            self._guarded(key, lambda k=key: self._plan_one(k, reconciler, planned))
+        planned = self._plan_all(keys, reconciler)
         groups = {}
         for key, entry in planned.items():
             groups.setdefault(entry[0].provider, {})[key] = entry
         for provider, group in sorted(groups.items()):
-            for key in [k for k in group if self.owns is not None and not self.owns(k)]:
-                del group[key]  # its shard is being given up: not dispatched (it is not ours soon)
-                self._let_go(key)
-            if not group:
-                continue
             slots = self._provider_slots.setdefault(provider, threading.Semaphore(self.runs_in_flight))
-            if not self.may_act() or not slots.acquire(blocking=False):
-                for key in group:  # this provider is busy (or we may not act): its keys wait
-                    self._let_go(key)
-                    self.queue.add_after(key, self.tick)
+            if not self.may_act():
+                self._requeue_soon(list(group))
                 continue
-            with self._held_lock:
-                for key in group:
-                    self._held[key] = group
-                future = self._runs.submit(self._run_group, group, reconciler, slots)
+            with self._held_lock:  # a slot freed meanwhile is either taken here or hands over to us
+                if self._should_gather(provider, len(group)) or not slots.acquire(blocking=False):
+                    self._wait_for_slot(provider, list(group))
+                    continue
+            if not self._start(provider, group, reconciler, slots):
+                self._hand_over(provider, slots)
+
+    def _should_gather(self, provider: str, arriving: int) -> bool:
+        """Whether new work of a busy provider waits for a handed-over slot (caller holds
+        ``_held_lock``): not when enough waits already to fill a run."""
+        if self.gather_while_busy <= 0 or not self._busy.get(provider):
+            return False
+        return len(self._waiting.get(provider, ())) + arriving < self.batch_max
+
+    def _flush_waiting(self) -> None:
+        """Work that waited ``gather_while_busy`` for a handed-over slot takes a free one."""
+        now, ready = time.monotonic(), []
+        with self._held_lock:
+            for provider, since in list(self._waiting_since.items()):
+                if now - since < self.gather_while_busy:
+                    continue
+                slots = self._provider_slots[provider]
+                if slots.acquire(blocking=False):
+                    ready.append((provider, slots))
+                    del self._waiting_since[provider]  # taken: not flushed twice
+            for provider, slots in ready:
+                future = self._runs.submit(self._take_waiting, provider, slots)
                 self._in_flight.add(future)
                 future.add_done_callback(self._run_done)
+
+    def _wait_for_slot(self, provider: str, keys: list) -> None:
+        """Hold ``keys`` in the provider's waiting list (caller holds ``_held_lock``)."""
+        if provider not in self._waiting:
+            self._waiting_since[provider] = time.monotonic()
+        waiting = self._waiting.setdefault(provider, [])
+        for key in keys:
+            self._held[key] = waiting
+            waiting.append(key)
+
+    def _requeue_soon(self, keys) -> None:
+        for key in keys:  # we may not act (or are stopping): the keys wait in the queue
+            self._let_go(key)
+            self.queue.add_after(key, self.tick)
+
+    def _start(self, provider: str, planned: dict, reconciler: Reconciler, slots) -> bool:
+        """One run for what ``planned`` fits in one (``_one_run``), on a slot already taken;
+        the rest waits for the next slot. False when there was nothing to run (the caller
+        still holds the slot and must hand it over)."""
+        group, rest = self._one_run(planned)
+        with self._held_lock:
+            if rest:  # the slot is ours until this run ends, so they go next
+                self._wait_for_slot(provider, rest)
+            if not group:
+                return False
+            for key in group:
+                self._held[key] = group
+            self._busy[provider] = self._busy.get(provider, 0) + 1
+            future = self._runs.submit(self._run_group, group, reconciler, slots, provider)
+            self._in_flight.add(future)
+            future.add_done_callback(self._run_done)
+        return True
+
+    def _hand_over(self, provider: str, slots) -> None:
+        """A run of ``provider`` ended: its slot goes to the keys waiting for one, or is freed."""
+        with self._held_lock:
+            self._busy[provider] -= 1
+        self._take_waiting(provider, slots)
+
+    def _take_waiting(self, provider: str, slots) -> None:
+        """Start a run of the provider's waiting keys on ``slots``' slot (already ours), or free it."""
+        while True:
+            with self._held_lock:
+                waiting = self._waiting.pop(provider, None)
+                self._waiting_since.pop(provider, None)
+                if not waiting:
+                    slots.release()
+                    return
+            if self.stop.is_set() or not self.may_act():
+                self._requeue_soon(waiting)
+                continue
+            reconciler = self.reconciler
+            planned = self._plan_all(waiting, reconciler)  # the objects may have changed meanwhile
+            if planned and self._start(provider, planned, reconciler, slots):
+                return
+
+    def _one_run(self, planned: dict) -> tuple:
+        """What one run carries of ``planned``: up to ``poll_batch_max`` gets (one list answers
+        them) and up to ``batch_max`` creates and deletes (each is real work on the backend);
+        keys of a shard being given up are let go. Returns (group, keys left to wait)."""
+        group, rest, polls, heavy = {}, [], 0, 0
+        for key, entry in planned.items():
+            if self.owns is not None and not self.owns(key):
+                self._let_go(key)  # its shard is being given up: not dispatched (not ours soon)
+                continue
+            if entry[0].op == "get":
+                polls += 1
+                fits = polls <= self.poll_batch_max
+            else:
+                heavy += 1
+                fits = heavy <= self.batch_max
+            if fits:
+                group[key] = entry
+            else:
+                rest.append(key)
+        return group, rest
+
+    def _plan_all(self, keys, reconciler: Reconciler) -> dict:
+        """key -> (action, the object it was planned from), for the keys that need a call."""
+        planned = {}
+        for key in keys:
+            self._guarded(key, lambda k=key: self._plan_one(k, reconciler, planned))
+        return planned
 
     def _run_done(self, future) -> None:
         with self._held_lock:
             self._in_flight.discard(future)
 
-    def _run_group(self, group: dict, reconciler: Reconciler, slots) -> None:
+    def _run_group(self, group: dict, reconciler: Reconciler, slots, provider: str) -> None:
         """One provider's calls in one run; each answer applied to its own key."""
         try:
             answers = self.executor.execute(
@@ -229,7 +350,7 @@ class Manager:
             log.exception("run of %d keys failed", len(group))
             self._back_off_held(group)
         finally:
-            slots.release()
+            self._hand_over(provider, slots)
 
     def _back_off_held(self, token) -> None:
         """Back off the keys ``token`` (a batch or a run) still holds, and only those: a key it
@@ -334,6 +455,9 @@ class Manager:
             self.metrics.reconciled(result, seconds)
         if step.backoff:
             self.queue.add_rate_limited(key)
+        elif step.poll_round and self.poll_in_rounds:
+            self.queue.forget(key)
+            self.queue.add_after(key, poll_rounds.delay(step.poll_round, step.requeue_after))
         elif step.requeue_after is not None:
             self.queue.forget(key)
             self.queue.add_after(key, step.requeue_after)
@@ -372,6 +496,19 @@ class Manager:
                 self.informer.store(obj)
         return obj
 
+    def _inline_cloud_init(self, obj: dict, proxy: Proxy) -> str:
+        """The inline text: from ``obj`` when it carries it (an object the API server just
+        answered), else read from the API server (the cache keeps only its digest)."""
+        if ((obj.get("spec") or {}).get("cloudInit") or {}).get("inline"):
+            return spec_mod.inline_cloud_init(obj, proxy.spec.cloud_init_digest)
+        try:
+            fresh = self.kube.get_proxy(proxy.namespace, proxy.name)
+        except Exception as exc:  # API timeouts, connection errors: this Proxy retries
+            raise LookupError("reading spec.cloudInit.inline: %s" % type(exc).__name__) from None
+        if fresh is None or (fresh.get("metadata") or {}).get("uid") != proxy.uid:
+            raise LookupError("the Proxy is gone")
+        return spec_mod.inline_cloud_init(fresh, proxy.spec.cloud_init_digest)
+
     def _create_fields(self, obj: dict) -> dict:
         """Per-create module fields from the object the create was planned from, cloud-init
         resolved (never logged). Any failure reading it is ``LookupError``: that item only."""
@@ -394,8 +531,8 @@ class Manager:
         }
         if proxy.spec.auth_secret:
             fields["auth"] = auth_secret.credentials(self.kube, proxy.namespace, proxy.spec.auth_secret)
-        if proxy.spec.cloud_init_inline:
-            fields["cloud_init"] = proxy.spec.cloud_init_inline
+        if proxy.spec.cloud_init_digest:
+            fields["cloud_init"] = self._inline_cloud_init(obj, proxy)
         elif proxy.spec.cloud_init_secret:
             name, secret_key = proxy.spec.cloud_init_secret
             try:

@@ -15,6 +15,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from . import version
 from .queue_metrics import WorkQueueMetrics
+from .rest_metrics import RestClientMetrics
 
 CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
 
@@ -52,6 +53,15 @@ class Metrics:
             registry=self.registry,
             buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
+        self.runner_phase_seconds = Histogram(
+            "egress_proxies_runner_phase_seconds",
+            "Seconds of a runner run by phase: startup (until the first module starts), module "
+            "(the providers' work) and finish (the wind-down).",
+            ["phase"],
+            registry=self.registry,
+            buckets=(0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300),
+        )
+        self.rest_client = RestClientMetrics(self.registry)
         # controller-runtime's reconcile series; a "reconcile" here is one key's step, from
         # being handed out by the queue until its outcome is applied.
         self.reconciles = Counter(
@@ -160,9 +170,11 @@ class Metrics:
             self.reconcile_errors.labels(CONTROLLER).inc()
         self.reconcile_seconds.labels(CONTROLLER).observe(seconds)
 
-    def runner_run(self, status: str, seconds: float) -> None:
+    def runner_run(self, status: str, seconds: float, phases: dict | None = None) -> None:
         self.runner_runs.labels(status).inc()
         self.runner_seconds.observe(seconds)
+        for phase, phase_seconds in (phases or {}).items():
+            self.runner_phase_seconds.labels(phase).observe(phase_seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

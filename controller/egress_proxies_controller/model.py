@@ -64,6 +64,7 @@ class Step:
     add_finalizer: bool = False
     remove_finalizer: bool = False
     requeue_after: float | None = None
+    poll_round: str = ""  # a Running poll: the provider whose poll round the requeue joins
     backoff: bool = False  # rate-limited requeue: an error that is neither quota nor permanent
     events: list = dataclasses.field(default_factory=list)  # (type, reason, message)
 

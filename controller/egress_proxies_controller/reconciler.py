@@ -425,6 +425,7 @@ class Reconciler:
                 conds, api.COND_READY, True, "Running", "proxy is running at %s" % status["ip"], gen, now
             )
             step.requeue_after = self.settings.running_poll
+            step.poll_round = status.get("provider") or proxy.spec.provider
             if not was_ready:
                 step.events.append(("Normal", "Ready", "proxy is running at %s" % status["ip"]))
         elif state == "Provisioning":

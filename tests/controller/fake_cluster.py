@@ -22,6 +22,7 @@ class FakeKube:
         self.events = []  # (key, type, reason, message)
         self.status_writes = []  # (key, status)
         self.secrets = {}  # (namespace, name) -> {key: bytes}
+        self.gets = []  # keys read with get_proxy
         self._rv = 100
 
     def _bump(self, obj: dict) -> dict:
@@ -41,6 +42,11 @@ class FakeKube:
 
     def get(self, key: str) -> dict | None:
         return copy.deepcopy(self.objects.get(key))
+
+    def get_proxy(self, namespace: str, name: str) -> dict | None:
+        """The API server's answer to a GET: the whole object (the informer's cache is trimmed)."""
+        self.gets.append("%s/%s" % (namespace, name))
+        return self.get("%s/%s" % (namespace, name))
 
     def write_status(self, obj, compute, retry=True):
         key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])

@@ -200,6 +200,10 @@ def test_local_proxy_becomes_ready_carries_traffic_and_is_cleaned_up(e2e, origin
         "process_resident_memory_bytes",
         "egress_proxies_children_cpu_seconds_total",
         "egress_proxies_runner_runs_in_flight",
+        'rest_client_requests_total{code="200",host=',  # every API request, client-go's names
+        "rest_client_request_duration_seconds_count{host=",
+        'egress_proxies_runner_phase_seconds_count{phase="startup"}',  # where a run's time goes
+        'egress_proxies_runner_phase_seconds_count{phase="module"}',
     ):
         assert series in metrics, series
     e2e.delete("web")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import os
 import time
 
 import pytest
@@ -20,7 +19,7 @@ from cluster import kube_testlib
 from egress_proxies_controller import shards
 from kubernetes import client as k8s
 
-from . import e2e_lib
+from . import e2e_lib, shard_lib
 from .e2e_lib import GROUP, PLURAL, VERSION, condition, proxy_body
 
 pytestmark = [pytest.mark.squid]
@@ -53,25 +52,6 @@ def _ready(obj: dict) -> bool:
     return condition(obj, "Ready").get("status") == "True"
 
 
-def _shard_holders(admin, lease_id: str) -> dict:
-    leases = k8s.CoordinationV1Api(admin).list_namespaced_lease(e2e_lib.CONTROLLER_NS).items
-    out = {}
-    for lease in leases:
-        name = lease.metadata.name
-        if name.startswith(lease_id + "-shard-"):
-            out[int(name.rsplit("-", 1)[1])] = lease.spec.holder_identity or ""
-    return out
-
-
-def _pods_by_uid(admin, namespace: str) -> dict:
-    pods = k8s.CoreV1Api(admin).list_namespaced_pod(namespace, label_selector="proxy-operator-managed=true")
-    out = collections.defaultdict(list)
-    for pod in pods.items:
-        if pod.metadata.deletion_timestamp is None:
-            out[pod.metadata.labels["proxy-operator-uid"]].append("%s/%s" % (namespace, pod.metadata.name))
-    return out
-
-
 class ReplicaExited(AssertionError):
     pass
 
@@ -88,10 +68,6 @@ def _wait(what: str, probe, timeout: float, procs, interval: float = 1.0):
         return probe()
 
     return kube_testlib.wait_for(what, checked, timeout, interval, fatal=ReplicaExited)
-
-
-def _identity(proc) -> str:
-    return "%s_%d" % (os.uname().nodename, proc.proc.pid)
 
 
 def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
@@ -125,8 +101,8 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
             proc.start(extra_args=ARGS)
         for proc in procs:
             proc.wait_ready(timeout=90)
-        identities = {_identity(p): p for p in procs}
-        holders = _shard_holders(admin, lease_id)
+        identities = {shard_lib.identity(p): p for p in procs}
+        holders = shard_lib.shard_holders(admin, lease_id)
         assert sorted(holders) == list(range(SHARDS)) and set(holders.values()) == set(identities), holders
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -147,10 +123,10 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         ready_at = time.monotonic() - started
         before = {o["metadata"]["uid"]: o["status"]["providerID"] for o in items}
         names = {o["metadata"]["uid"]: o["metadata"]["name"] for o in items}
-        holders = _shard_holders(admin, lease_id)
+        holders = shard_lib.shard_holders(admin, lease_id)
         per_replica = collections.Counter(holders[shards.shard_of(uid, SHARDS)] for uid in before)
         assert set(per_replica) <= set(identities) and sum(per_replica.values()) == COUNT, per_replica
-        pods = _pods_by_uid(admin, namespace)
+        pods = shard_lib.pods_by_uid(admin, namespace)
         assert {uid: len(p) for uid, p in pods.items()} == dict.fromkeys(before, 1)
 
         # Each replica reconciled only its own shard's Proxies: the metrics say how many it held.
@@ -168,8 +144,8 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         killed_at = time.monotonic()
 
         def taken_over():
-            now = _shard_holders(admin, lease_id)
-            live = {_identity(p) for p in survivors}
+            now = shard_lib.shard_holders(admin, lease_id)
+            live = {shard_lib.identity(p) for p in survivors}
             return now if all(now.get(s) in live for s in range(SHARDS)) else None
 
         after = kube_testlib.wait_for(
@@ -179,7 +155,7 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
             interval=0.5,
         )
         takeover_seconds = time.monotonic() - killed_at
-        assert {after[s] for s in lost} <= {_identity(p) for p in survivors}
+        assert {after[s] for s in lost} <= {shard_lib.identity(p) for p in survivors}
         for proc in survivors:
             proc.wait_ready(timeout=30)
 
@@ -187,7 +163,7 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         items = _proxies(custom, namespace)
         assert all(_ready(o) for o in items), [o["metadata"]["name"] for o in items if not _ready(o)]
         assert {o["metadata"]["uid"]: o["status"]["providerID"] for o in items} == before
-        pods = _pods_by_uid(admin, namespace)
+        pods = shard_lib.pods_by_uid(admin, namespace)
         assert {uid: len(p) for uid, p in pods.items()} == dict.fromkeys(before, 1)
         assert {uid: p[0] for uid, p in pods.items()} == before
 
@@ -196,7 +172,12 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         name = names[orphaned_uid]
         custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
         e2e_lib.wait_proxy(custom, namespace, name, lambda o: o == "gone", "%s deleted" % name, 300)
-        _wait("its Pod deleted", lambda: orphaned_uid not in _pods_by_uid(admin, namespace), 120, survivors)
+        _wait(
+            "its Pod deleted",
+            lambda: orphaned_uid not in shard_lib.pods_by_uid(admin, namespace),
+            120,
+            survivors,
+        )
         print(
             "\nshards e2e: %d Proxies Ready after %.0fs on %d replicas %s; "
             "shards taken over %.1fs after SIGKILL"
@@ -217,7 +198,7 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         kube_testlib.wait_for(
             "every Proxy released", lambda: not _proxies(custom, namespace), timeout=600, interval=2
         )
-        assert _pods_by_uid(admin, namespace) == {}
+        assert shard_lib.pods_by_uid(admin, namespace) == {}
         for proc in survivors:
             assert proc.stop() == 0, proc.tail()
     finally:

@@ -3,7 +3,8 @@
 A provider whose run hangs holds only its own Proxies: the healthy provider's Proxies are
 answered and written while the stuck run is still going, are never marked Retrying, and keep
 being served on later ticks; the stuck provider's keys wait for its slots instead of taking
-anyone else's. Also: a failed run lets go only of its own keys.
+anyone else's, and go together in the run its freed slot starts. Also: a failed run lets go
+only of its own keys.
 """
 
 from __future__ import annotations
@@ -78,11 +79,14 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
         m.queue.add("ns/s2")
         m._process(m.queue.pop_due(10, 0))  # a later tick: the slow provider's slot is taken
         assert ["slow"] not in executor.calls[2:]  # s2 waits for slow's slot ...
-        assert "ns/s2" in list(m.queue._due)  # ... back in the queue, not in a second run
+        assert m._waiting["slow"] == ["ns/s2"]  # ... held, not in a second run
+        assert m.holds_any(lambda key: key == "ns/s2")  # never handed out twice meanwhile
     finally:
         executor.release.set()
         worker.join(10)
         assert m.drain(10)
+    assert executor.calls.count(["slow"]) == 2  # the stuck run's slot went straight to s2
+    assert not m._waiting and not m.holds_any(lambda key: True)
     for _key, status in kube.status_writes:
         if _key == "ns/f1":
             ready = next(c for c in status["conditions"] if c["type"] == "Ready")
