@@ -65,8 +65,10 @@ class WorkQueue:
         with self._lock:
             return self._failures.get(key, 0)
 
-    def pop_due(self, limit: int, wait: float) -> list:
-        """Up to ``limit`` due keys (marked processing), waiting up to ``wait`` s for the first."""
+    def pop_due(self, limit: int, wait: float, slack: float = 0.0) -> list:
+        """Up to ``limit`` due keys (marked processing), waiting up to ``wait`` s for the first.
+        Keys due within ``slack`` s after the first due one come too: keys meant to come due
+        together (a poll round) are never split by the microseconds between their due times."""
         end = self._clock() + wait
         with self._lock:
             while True:
@@ -79,12 +81,12 @@ class WorkQueue:
                     if self._due.get(key) != due:
                         heapq.heappop(self._heap)  # stale entry
                         continue
-                    if due > now:
+                    if due > now + (slack if keys else 0.0):
                         break
                     heapq.heappop(self._heap)
                     del self._due[key]
                     self._processing.add(key)
-                    self.metrics.handed_out(now - due)
+                    self.metrics.handed_out(max(0.0, now - due))
                     self.metrics.started(key, now)
                     keys.append(key)
                 if keys:

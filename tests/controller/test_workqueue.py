@@ -95,3 +95,17 @@ def test_shutdown_wakes_waiters():
     q.shutdown()
     thread.join(2)
     assert got == [[]]
+
+
+def test_keys_due_within_the_slack_of_the_first_come_with_it():
+    clock = Clock()
+    q = WorkQueue(clock=clock)
+    q.add_after("round-1", 60.0)
+    q.add_after("round-2", 60.0003)  # the same poll round, computed a moment later
+    q.add_after("next", 61.0)
+    clock.now += 60.0
+    assert q.pop_due(10, 0) == ["round-1"]  # without slack a round splits in two batches
+    q.done("round-1")
+    q.add_after("round-1", 0.0)
+    assert q.pop_due(10, 0, slack=0.25) == ["round-1", "round-2"]  # with it, one batch
+    assert q.pop_due(10, 0, slack=0.25) == []  # "next" is not due: slack never starts a batch
