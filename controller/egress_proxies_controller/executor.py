@@ -101,6 +101,9 @@ CHECK_PLAYBOOK = """\
 """
 
 
+MAX_EVENT_RES = 256 * 1024 * 1024  # characters of one task result (10,000 instances: ~6 MB)
+
+
 class RunFailed(Exception):
     """The runner run as a whole did not produce results."""
 
@@ -330,6 +333,10 @@ class Executor:
                 "ANSIBLE_PIPELINING": "true",
                 "ANSIBLE_KEEP_REMOTE_FILES": "false",
                 process_tree.RUN_ENV: run_id,
+                # ansible-runner replaces a task result longer than this with {} (700,000
+                # characters by default): a list of 2000 Pods was answered as nothing and every
+                # Proxy of the round re-read one by one. A run's results are read whole.
+                "MAX_EVENT_RES": str(MAX_EVENT_RES),
                 "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
             }
             if self.collections_path:
@@ -521,6 +528,10 @@ class Executor:
         for provider, entries in lists.items():
             result = per_provider.get(provider) or {}
             if result.get("errors") or not isinstance(result.get("instances"), list):
+                if not result.get("errors"):
+                    log.warning(
+                        "list of %s: no result in the run's events; reading %d by id", provider, len(entries)
+                    )
                 misses[provider] = entries  # the list could not be read: fall back to gets
                 continue
             found = {i["id"]: i for i in result["instances"]}

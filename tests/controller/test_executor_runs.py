@@ -86,3 +86,23 @@ def test_a_timed_out_run_leaves_no_process_and_keeps_finished_answers(setup):
     finally:
         delete = Action(DELETE, PHASE_FINAL, "local", "local/proxy-exectesta", "proxy-exectesta", "uid-a")
         executor.execute({"ns/a": delete}, fields)
+
+
+BIG_RESULT = """\
+- name: a task whose result is larger than ansible-runner keeps by default
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: big
+      ansible.builtin.command:
+        argv: [python3, -c, "print('x' * 800000)"]
+      changed_when: false
+"""
+
+
+def test_a_task_result_larger_than_ansible_runners_default_is_read_whole(setup):
+    """ansible-runner replaces a result over 700,000 characters with {}: a kubernetes list of
+    2000+ Pods was read as no answer, and the whole poll round re-read by id."""
+    executor, _hole, _tmp_path = setup
+    results = executor.run_playbook("big.yml", BIG_RESULT, {}, "big result")
+    assert len(results["big"]["stdout"]) == 800000
