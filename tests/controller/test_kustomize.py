@@ -69,6 +69,7 @@ def test_the_image_tag_is_the_version_and_nothing_says_latest():
     files = glob.glob(os.path.join(CONFIG, "**", "*.yaml"), recursive=True)
     files += glob.glob(os.path.join(ROOT, "roles", "*", "defaults", "*.yml"))
     files += [os.path.join(ROOT, "execution-environment.yml")]
+    files += glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))  # a ready playbook's default too
     for path in files:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
