@@ -25,6 +25,7 @@ class Span:
     parent_id: str  # "" for a root
     service: str
     attributes: dict
+    status: str  # "" (unset), "ok" or "error: <description>"
 
 
 def _value(any_value):
@@ -32,6 +33,11 @@ def _value(any_value):
     if kind == "array_value":
         return [_value(v) for v in any_value.array_value.values]
     return getattr(any_value, kind) if kind else None
+
+
+def _status(status) -> str:
+    code = {0: "", 1: "ok", 2: "error"}[status.code]
+    return "%s: %s" % (code, status.message) if code == "error" else code
 
 
 class Receiver:
@@ -79,6 +85,7 @@ class Receiver:
                             parent_id=span.parent_span_id.hex(),
                             service=resource.get("service.name", ""),
                             attributes={a.key: _value(a.value) for a in span.attributes},
+                            status=_status(span.status),
                         )
                     )
         with self._lock:

@@ -54,6 +54,9 @@ def _span(op: str, provider: Provider):
         "provider.%s" % op,
         context=tracing.parent(),
         attributes={"provider.name": provider.name, "provider.type": provider.type_name},
+        # Not the exception's message or traceback: the span says the class (below), no more.
+        record_exception=False,
+        set_status_on_exception=False,
     )
 
 
@@ -79,6 +82,8 @@ def _observe_call(op: str, provider: Provider, telemetry, func, *args, bucket=No
             outcome = errors.class_of(exc)
             if span is not None:
                 span.set_attribute("provider.error_class", outcome)
+                if outcome != errors.NOT_FOUND:  # NotFound is an answer, not a failed call
+                    tracing.set_error(span, outcome)
             raise
         finally:
             if telemetry is not None:

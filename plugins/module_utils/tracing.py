@@ -48,6 +48,11 @@ def _configure():
     the SDK missing, or a provider set already by whoever imported us)."""
     if not export_wanted():
         return None
+    protocol = os.environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    )
+    if protocol.strip() != "http/protobuf":  # only the OTLP/HTTP exporter is installed
+        return None
     if not isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider):
         return None
     try:
@@ -92,15 +97,28 @@ def module_span(module_name: str):
             "module.%s" % module_name.rsplit(".", 1)[-1],
             context=_incoming(),
             attributes={"ansible.module": module_name},
+            record_exception=False,
+            set_status_on_exception=False,
         ) as span:
             _state["context"] = otel_context.get_current()
             try:
                 yield span
+            except SystemExit as exc:  # exit_json: 0; fail_json: 1
+                if exc.code not in (0, None):
+                    set_error(span, "failed")
+                raise
             finally:
                 _state["context"] = None
     finally:
         if provider is not None:
             provider.shutdown()  # flushes: the process ends right after
+
+
+def set_error(span, description: str) -> None:
+    """Mark ``span`` failed with ``description`` (an error class: never a message)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_status(Status(StatusCode.ERROR, description))
 
 
 def parent():

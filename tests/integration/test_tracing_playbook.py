@@ -51,12 +51,14 @@ def test_module_and_provider_spans_reach_the_collector_as_children(tmp_path, loc
             "name": "delete",
             PI: {"provider": "local", "state": "absent", "instances": [{"uid": uid}, {"uid": uid + "-b"}]},
         },
+        # A module run that fails (a provider not configured): its span says so, with no message.
+        {"name": "unknown provider", PI: {"provider": "nope", "uid": uid}, "ignore_errors": True},
     ]
     with Receiver() as receiver:
         run = run_playbook(tmp_path, tasks, module_defaults=local, env=_otel_env(receiver.endpoint))
         assert run.rc == 0, run.stdout[-3000:]
         receiver.wait_for(
-            lambda spans: len([s for s in spans if s.name == "module.proxy_instance"]) == 2,
+            lambda spans: len([s for s in spans if s.name == "module.proxy_instance"]) == 3,
             "both module spans",
         )
         spans = list(receiver.spans)
@@ -75,6 +77,11 @@ def test_module_and_provider_spans_reach_the_collector_as_children(tmp_path, loc
         assert call.attributes["provider.name"] == "local"
         assert call.attributes["provider.type"] == "local"
     assert len(spans) == len(modules) + len(calls)  # nothing else, nothing orphaned
+    # Status: the failed run is an error (its class, never its message); a get answering
+    # NotFound (before the create) is an answer, not an error; the others are unset.
+    assert sorted(m.status for m in modules) == ["", "", "error: failed"]
+    assert {s.status for s in calls} == {""}
+    assert any(s.attributes.get("provider.error_class") == "not_found" for s in calls)
     for body in receiver.bodies:
         assert sentinel.encode() not in body
         assert b"cloud-config" not in body
