@@ -244,6 +244,7 @@ def main(argv=None) -> int:
     sharded = args.shards > 1
 
     from . import kube as kube_mod
+    from . import tracing
     from .executor import Executor
     from .informer import Informer
     from .leader import LeaderElector
@@ -255,6 +256,7 @@ def main(argv=None) -> int:
     from .providers_config import ProvidersConfig
     from .proxy_health import ProxyHealthEngine
 
+    tracer_provider = tracing.configure()  # OTEL_* decide; None: spans are no-ops
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_a: stop.set())
     signal.signal(signal.SIGINT, lambda *_a: stop.set())
@@ -506,6 +508,8 @@ def main(argv=None) -> int:
     executor.close()
     for server in servers:
         server.shutdown()
+    if tracer_provider is not None:
+        tracer_provider.shutdown()  # the last spans are exported before the process exits
     log.info("stopped")
     return 0
 

@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 
-from . import process_tree, runner_phases
+from . import process_tree, runner_phases, tracing
 from .reconciler import CREATE, DELETE, GET, NOT_FOUND, TRANSIENT, Action, Answer
 
 log = logging.getLogger("egress_proxies_controller.executor")
@@ -345,35 +345,39 @@ class Executor:
             with self._lock:
                 self.runs += 1
             self.record("start", run_id, label)
-            status = "error"
-            watchdog = self._watchdog(run_id)
-            try:
-                runner = ansible_runner.run(
-                    private_data_dir=run_dir,
-                    playbook=name,
-                    extravars={"items_file": items_file},
-                    envvars=envvars,
-                    quiet=True,
-                    timeout=int(timeout or self.run_timeout),
-                    cancel_callback=self.cancel.is_set,
-                )
-                status = runner.status
-            except BaseException:
+            span_attributes = {"runner.playbook": name, "runner.label": label, "runner.run_id": run_id}
+            with tracing.tracer().start_as_current_span("runner.run", attributes=span_attributes) as span:
+                envvars.update(tracing.run_environment())  # the modules' spans are its children
                 status = "error"
-                raise
-            finally:
-                # A run that did not finish by itself (timeout, cancel, error): every process it
-                # started is gone before any of its items is answered. A finished run leaves only
-                # what its modules meant to leave running (a local provider's Squid carries the
-                # mark too, so nothing is swept after a successful run).
-                if status != "successful":
-                    killed = process_tree.kill_run(run_id)
-                    if killed:
-                        log.warning("run %s %s: killed %d process(es) it left", name, status, killed)
-                self.record("end", run_id, label)
-                if watchdog is not None:
-                    watchdog.kill()
-                    watchdog.wait()
+                watchdog = self._watchdog(run_id)
+                try:
+                    runner = ansible_runner.run(
+                        private_data_dir=run_dir,
+                        playbook=name,
+                        extravars={"items_file": items_file},
+                        envvars=envvars,
+                        quiet=True,
+                        timeout=int(timeout or self.run_timeout),
+                        cancel_callback=self.cancel.is_set,
+                    )
+                    status = runner.status
+                except BaseException:
+                    status = "error"
+                    raise
+                finally:
+                    # A run that did not finish by itself (timeout, cancel, error): every process it
+                    # started is gone before any of its items is answered. A finished run leaves only
+                    # what its modules meant to leave running (a local provider's Squid carries the
+                    # mark too, so nothing is swept after a successful run).
+                    if status != "successful":
+                        killed = process_tree.kill_run(run_id)
+                        if killed:
+                            log.warning("run %s %s: killed %d process(es) it left", name, status, killed)
+                    self.record("end", run_id, label)
+                    if watchdog is not None:
+                        watchdog.kill()
+                        watchdog.wait()
+                span.set_attribute("runner.status", status)
             elapsed = time.monotonic() - started
             if self.metrics is not None:
                 self.metrics.runner_run(

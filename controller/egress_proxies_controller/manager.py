@@ -24,7 +24,7 @@ import os
 import threading
 import time
 
-from . import auth_secret, poll_rounds
+from . import auth_secret, poll_rounds, tracing
 from . import kube as kube_mod
 from . import reconciler as rec
 from . import spec as spec_mod
@@ -332,7 +332,18 @@ class Manager:
             self._in_flight.discard(future)
 
     def _run_group(self, group: dict, reconciler: Reconciler, slots, provider: str) -> None:
-        """One provider's calls in one run; each answer applied to its own key."""
+        """One provider's calls in one run; each answer applied to its own key. Traced as one
+        ``reconcile`` span (its runner runs and each key's ``reconcile.apply`` are children)."""
+        actions = [action for action, _obj in group.values()]
+        attributes = {
+            "proxy.provider": provider,
+            "proxy.count": len(group),
+            "proxy.ops": sorted({a.op for a in actions}),
+        }
+        with tracing.tracer().start_as_current_span("reconcile", attributes=attributes):
+            self._run_group_traced(group, reconciler, slots, provider)
+
+    def _run_group_traced(self, group: dict, reconciler: Reconciler, slots, provider: str) -> None:
         try:
             answers = self.executor.execute(
                 {k: action for k, (action, _obj) in group.items()},
@@ -347,7 +358,9 @@ class Manager:
                 answer = answers.get(key) or rec.Answer(
                     ok=False, error_class=rec.TRANSIENT, message="no answer"
                 )
-                self._guarded(key, lambda k=key, a=action, r=answer: self._apply_one(k, a, r, reconciler))
+                span_attributes = {"proxy.key": key, "proxy.op": action.op, "proxy.outcome": _outcome(answer)}
+                with tracing.tracer().start_as_current_span("reconcile.apply", attributes=span_attributes):
+                    self._guarded(key, lambda k=key, a=action, r=answer: self._apply_one(k, a, r, reconciler))
         except Exception:
             log.exception("run of %d keys failed", len(group))
             self._back_off_held(group)
@@ -546,3 +559,8 @@ class Manager:
                     "cloud-init Secret %s/%s: %s" % (proxy.namespace, name, type(exc).__name__)
                 ) from None
         return fields
+
+
+def _outcome(answer: rec.Answer) -> str:
+    """A span's view of an answer: ``ok`` or its error class (never its message)."""
+    return "ok" if answer.ok else answer.error_class or rec.TRANSIENT

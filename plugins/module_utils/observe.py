@@ -4,10 +4,12 @@
 
 Module processes are short-lived and cannot serve metrics, so each call is recorded as a
 plain record (op, configured provider name, error class or ``ok``, duration) that the module
-returns as ``telemetry``; the controller turns the records into Prometheus metrics and spans.
-Each call also runs inside an OpenTelemetry span ``provider.<op>`` when a tracer provider is
-configured; without the OpenTelemetry API installed, or without a configured tracer, it is a
-no-op. Providers never count or time their own calls.
+returns as ``telemetry``; the controller turns the records into Prometheus metrics. Each call
+also runs inside an OpenTelemetry span ``provider.<op>``, a child of the module run's span
+(``tracing.py``, which configures the exporter from the standard ``OTEL_*`` variables and takes
+the parent from ``TRACEPARENT``); without the API, or with nothing configured, it is a no-op.
+Spans carry the op, the provider's configured name and type and the error class: never an
+argument. Providers never count or time their own calls.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, tracing
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import Checker, Provider
 
 try:
@@ -50,7 +52,11 @@ def _span(op: str, provider: Provider):
     tracer = otel_trace.get_tracer("crawl.egress_proxies")
     return tracer.start_as_current_span(
         "provider.%s" % op,
+        context=tracing.parent(),
         attributes={"provider.name": provider.name, "provider.type": provider.type_name},
+        # Not the exception's message or traceback: the span says the class (below), no more.
+        record_exception=False,
+        set_status_on_exception=False,
     )
 
 
@@ -76,6 +82,8 @@ def _observe_call(op: str, provider: Provider, telemetry, func, *args, bucket=No
             outcome = errors.class_of(exc)
             if span is not None:
                 span.set_attribute("provider.error_class", outcome)
+                if outcome != errors.NOT_FOUND:  # NotFound is an answer, not a failed call
+                    tracing.set_error(span, outcome)
             raise
         finally:
             if telemetry is not None:

@@ -22,6 +22,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     errors,
     param_checks,
     registry,
+    tracing,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import (
     PROVIDERS_ARGS,
@@ -152,7 +153,12 @@ class ProxyModule:
         self.module.fail_json(msg=msg, error_class=error_class, **result)
 
     def run(self, runner) -> None:
-        """Call ``runner(self)`` (which returns the result dict) and exit or fail from it."""
+        """Call ``runner(self)`` (which returns the result dict) and exit or fail from it, inside
+        the run's span (``tracing.module_span``: exported before the process exits)."""
+        with tracing.module_span(getattr(self.module, "_name", "") or "module"):
+            self._run(runner)
+
+    def _run(self, runner) -> None:
         try:
             problems = common_problems(self.params, self.raw_params)
             if problems:

@@ -3,8 +3,9 @@ too where kubectl is installed, which must print the same objects), its image ta
 release's version and nothing anywhere says ``:latest``, the role applies exactly the files the
 kustomizations reference, and every rendered object is accepted by the real API server in a
 server-side dry run (schema, defaulting and admission; nothing is stored). The ServiceMonitor of
-the optional ``monitoring`` component needs the Prometheus Operator's CRD, which the test API
-server does not have: it is checked against the Service it selects instead.
+the optional ``monitoring`` component is checked against the Service it selects, and against the
+Prometheus Operator's ServiceMonitor CRD (tests/controller/crds/, written after the schema the
+project publishes) installed in the test API server.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import subprocess
 
 import pytest
 import yaml
+from cluster import kube_testlib
 from kubernetes import client as k8s
 from kubernetes.dynamic import DynamicClient
+from kubernetes.utils import create_from_yaml
 
 from . import kustomize_render
 from .test_package import collection_version
@@ -69,6 +72,7 @@ def test_the_image_tag_is_the_version_and_nothing_says_latest():
     files = glob.glob(os.path.join(CONFIG, "**", "*.yaml"), recursive=True)
     files += glob.glob(os.path.join(ROOT, "roles", "*", "defaults", "*.yml"))
     files += [os.path.join(ROOT, "execution-environment.yml")]
+    files += glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))  # a ready playbook's default too
     for path in files:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
@@ -181,3 +185,49 @@ def test_the_dry_run_refuses_what_the_schemas_refuse(dynamic):
     proxy["spec"]["port"] = 70000
     with pytest.raises(Exception, match="port"):
         dry_run_apply(dynamic, proxy)
+
+
+SERVICE_MONITOR_CRD = os.path.join(
+    os.path.dirname(__file__), "crds", "servicemonitors.monitoring.coreos.com.yaml"
+)
+
+
+@pytest.fixture
+def service_monitor_crd(kube_admin, dynamic):
+    """The ServiceMonitor CRD in the test API server (kept: installing it twice is harmless)."""
+    try:
+        create_from_yaml(kube_admin, SERVICE_MONITOR_CRD)
+    except k8s.ApiException as exc:
+        if exc.status != 409:
+            raise
+    except Exception as exc:  # create_from_yaml wraps API errors in FailToCreateError
+        if "AlreadyExists" not in str(exc) and "409" not in str(exc):
+            raise
+    extensions = k8s.ApiextensionsV1Api(kube_admin)
+
+    def established() -> bool:
+        crd = extensions.read_custom_resource_definition("servicemonitors.monitoring.coreos.com")
+        return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
+
+    kube_testlib.wait_for("ServiceMonitor CRD established", established, timeout=30)
+    dynamic.resources.invalidate_cache()
+    return dynamic
+
+
+def test_the_service_monitor_passes_the_prometheus_operator_schema(service_monitor_crd):
+    (monitor,) = [o for o in with_component("monitoring") if o["kind"] == "ServiceMonitor"]
+    stored = dry_run_apply(service_monitor_crd, monitor)
+    assert key(stored) == key(monitor)
+    assert stored["spec"] == monitor["spec"]  # nothing pruned: every field is one the schema has
+    for field, value, message in (
+        ("scheme", "tcp", "scheme"),
+        ("interval", "30 seconds", "interval"),
+    ):
+        bad = json.loads(json.dumps(monitor))
+        bad["spec"]["endpoints"][0][field] = value
+        with pytest.raises(Exception, match=message):
+            dry_run_apply(service_monitor_crd, bad)
+    unselective = json.loads(json.dumps(monitor))
+    del unselective["spec"]["selector"]
+    with pytest.raises(Exception, match="selector"):
+        dry_run_apply(service_monitor_crd, unselective)

@@ -15,6 +15,7 @@ import types
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 FIELD_TYPES = {"string", "boolean"}
+FIELD_FORMATS = {"ssh_private_key", "url"}  # AWX's string formats (it validates the value)
 KINDS = {"cloud", "net"}
 INJECTOR_KEYS = {"file", "env", "extra_vars"}
 # Variables AWX refuses to let a credential type set (its own job environment).
@@ -35,6 +36,8 @@ def problems(credential_type: dict) -> list[str]:
             out.append(
                 "inputs.fields.%s: needs a label and a type in %s" % (field["id"], sorted(FIELD_TYPES))
             )
+        if field.get("format") is not None and field["format"] not in FIELD_FORMATS:
+            out.append("inputs.fields.%s: format must be one of %s" % (field["id"], sorted(FIELD_FORMATS)))
     for required in credential_type["inputs"].get("required", []):
         if required not in ids:
             out.append("inputs.required: %s is not a field" % required)

@@ -74,6 +74,8 @@ def test_ansible_builder_creates_a_context_with_the_collection_and_every_require
     # Every provider's Python client, and the system packages of local and kvm/kvm2.
     python = _requirement_names(str(build / "requirements.txt"))
     assert {"pydantic", "PyYAML", "kubernetes", "libvirt-python", "pycdlib", "google-cloud-compute"} <= python
+    # Tracing export from the modules (the OTEL_* variables in a job template's environment).
+    assert {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} <= python
     bindep = (build / "bindep.txt").read_text()
     for package in (
         "squid [platform:rpm]",

@@ -380,3 +380,27 @@ def test_nothing_but_a_missing_domain_in_get_is_not_found():
         for op in ("create", "get", "delete", "list", "check"):
             got = classify(op, lv(code))
             assert (got == errors.NOT_FOUND) == (op == "get" and code == b.ERR_NO_DOMAIN), (op, code)
+
+
+def test_key_paths_left_out_come_from_the_environment(monkeypatch):
+    """What AWX's "Egress proxies libvirt SSH" credential injects (docs/awx.md)."""
+    block = {k: v for k, v in GOOD.items() if k not in ("sshKeyFile", "knownHostsFile")}
+    monkeypatch.delenv("EGRESS_PROXIES_LIBVIRT_SSH_KEY_FILE", raising=False)
+    monkeypatch.delenv("EGRESS_PROXIES_LIBVIRT_KNOWN_HOSTS_FILE", raising=False)
+    with pytest.raises(ConfigError) as exc_info:
+        config.parse({"providers": [{"name": "hv", "type": "kvm", "kvm": block}]})
+    assert "providers[0].kvm.sshKeyFile" in str(exc_info.value)
+    monkeypatch.setenv("EGRESS_PROXIES_LIBVIRT_SSH_KEY_FILE", "/runner/env/tmpkey")
+    monkeypatch.setenv("EGRESS_PROXIES_LIBVIRT_KNOWN_HOSTS_FILE", "/runner/env/tmphosts")
+    parsed = config.parse({"providers": [{"name": "hv", "type": "kvm", "kvm": block}]}).providers[0].block
+    assert (parsed.ssh_key_file, parsed.known_hosts_file) == ("/runner/env/tmpkey", "/runner/env/tmphosts")
+    # The block's own paths win; insecureIgnoreHostKey takes no known_hosts from the environment.
+    assert parse_block().ssh_key_file == GOOD["sshKeyFile"]
+    insecure = dict(block, insecureIgnoreHostKey=True)
+    parsed = config.parse({"providers": [{"name": "hv", "type": "kvm", "kvm": insecure}]}).providers[0].block
+    assert parsed.known_hosts_file == "" and parsed.insecure_ignore_host_key
+    # A relative path from the environment is refused like one in the block, naming the field.
+    monkeypatch.setenv("EGRESS_PROXIES_LIBVIRT_SSH_KEY_FILE", "relative")
+    with pytest.raises(ConfigError) as exc_info:
+        config.parse({"providers": [{"name": "hv", "type": "kvm", "kvm": block}]})
+    assert "providers[0].kvm.sshKeyFile" in str(exc_info.value)

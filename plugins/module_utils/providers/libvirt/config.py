@@ -5,10 +5,17 @@
 Host names and image keys end up inside provider ids (``hosts/<host>/domains/<name>``) and
 volume names, so they are restricted to short DNS labels: nothing a user writes can add a
 separator. Parsing only reads the block; the credential files are read on every dial.
+
+``sshKeyFile`` and ``knownHostsFile`` left out of the block come from the environment
+(``EGRESS_PROXIES_LIBVIRT_SSH_KEY_FILE``, ``EGRESS_PROXIES_LIBVIRT_KNOWN_HOSTS_FILE``), as gcp's
+missing ``credentialsFile`` means application default credentials: AWX injects credential files
+under random names and can only tell their paths through variables (the "Egress proxies libvirt
+SSH" credential type sets these two).
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import BlockModel
@@ -29,6 +36,8 @@ _POOL = re.compile(r"[A-Za-z0-9][-_.A-Za-z0-9]{0,63}")
 _BRIDGE = re.compile(r"[A-Za-z0-9][-_.A-Za-z0-9]{0,14}")
 
 DEFAULT_DISK_SIZE_GB = 10
+SSH_KEY_FILE_ENV = "EGRESS_PROXIES_LIBVIRT_SSH_KEY_FILE"
+KNOWN_HOSTS_FILE_ENV = "EGRESS_PROXIES_LIBVIRT_KNOWN_HOSTS_FILE"
 FORMATS = ("qcow2", "raw")
 FIRMWARES = ("bios", "uefi")
 DOMAIN_TYPES = ("kvm", "qemu")
@@ -164,6 +173,23 @@ class LibvirtConfig(BlockModel):
     images: dict[str, ImageSpec] = Field(default_factory=dict)
     machine_types: dict[str, MachineTypeSpec] = Field(min_length=1)
     hosts: list[HostSpec] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paths_from_environment(cls, data):
+        """A key path the block leaves out is the one its variable names, when it is set."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        if "sshKeyFile" not in data and os.environ.get(SSH_KEY_FILE_ENV):
+            data["sshKeyFile"] = os.environ[SSH_KEY_FILE_ENV]
+        if (
+            "knownHostsFile" not in data
+            and data.get("insecureIgnoreHostKey") is not True
+            and os.environ.get(KNOWN_HOSTS_FILE_ENV)
+        ):
+            data["knownHostsFile"] = os.environ[KNOWN_HOSTS_FILE_ENV]
+        return data
 
     @field_validator("ssh_key_file", "known_hosts_file")
     @classmethod
