@@ -30,10 +30,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
 
 from cluster import kube_testlib  # noqa: E402
-from cluster.kube_cluster import ControlPlane  # noqa: E402
 from controller_scale import (  # noqa: E402
     cpu_seconds,
     create_proxies,
+    kwok_plane,
     kwok_providers,
     peak_rss_mib,
     ready_count,
@@ -138,13 +138,9 @@ def main() -> None:
     parser.add_argument("--intervals", default="0,5")
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="bench-steady-")
-    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=args.count * 2 + 100, pod_cidr_prefix=20)
-    plane.start()
+    plane, admin = kwok_plane(workdir, args.count * 2 + 100)
     rows = []
     try:
-        admin = kube_testlib.api_client(plane.kubeconfig)
-        e2e_lib.install_api(admin)
-        e2e_lib.install_kubernetes_provider_rbac(admin)
         for interval in (float(v) for v in args.intervals.split(",")):
             rows.append(hold(admin, plane, workdir, args.count, interval, args.hold, args.running_poll))
     finally:
