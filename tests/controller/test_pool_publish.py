@@ -86,7 +86,10 @@ def test_publisher_creates_then_rewrites_only_on_change():
     kube, clock = FakeKube(), [0.0]
     pub = Publisher(kube, resync=60, clock=lambda: clock[0])
     members = [member("a", "10.0.0.1")]
-    creds = lambda _m: kube.credentials  # noqa: E731
+
+    def creds(_member):
+        return kube.credentials
+
     assert pub.publish(pool(), members, NOW, creds) == []
     assert sorted(kube.writes) == [("create", "EndpointSlice"), ("create", "Secret"), ("create", "Service")]
     secret = kube.objects[("Secret", "web-endpoints")]
