@@ -48,6 +48,26 @@ MODES = {
     ],
 }
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# kwok Pods run no Squid, so the proxy health engine is off: Ready here means Running.
+KWOK_TIMING = [
+    *("--provisioning-poll", "2", "--running-poll", "600"),
+    *("--deletion-poll", "2", "--probe-interval", "0"),
+]
+
+
+def kwok_plane(workdir: str, max_pods: int) -> tuple:
+    """(plane, admin client): the test control plane started with kwok sized for ``max_pods``,
+    the shipped CRDs and RBAC installed; the caller stops the plane."""
+    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=max_pods, pod_cidr_prefix=20)
+    plane.start()
+    try:
+        admin = kube_testlib.api_client(plane.kubeconfig)
+        e2e_lib.install_api(admin)
+        e2e_lib.install_kubernetes_provider_rbac(admin)
+    except BaseException:
+        plane.stop()
+        raise
+    return plane, admin
 
 
 def cpu_seconds(pid: int) -> float:
@@ -153,17 +173,7 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
     providers = kwok_providers(kubeconfig, "bench")
     rundir = tempfile.mkdtemp(prefix="%s-%d-" % (mode, count), dir=workdir)
     proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
-    # kwok Pods run no Squid, so the proxy health engine is off: Ready here means Running.
-    timing = [
-        "--provisioning-poll",
-        "2",
-        "--running-poll",
-        "600",
-        "--deletion-poll",
-        "2",
-        "--probe-interval",
-        "0",
-    ]
+    timing = KWOK_TIMING
     proc.start(extra_args=MODES[mode] + timing)
     proc.wait_ready()
     started = time.monotonic()
@@ -240,12 +250,8 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     workdir = tempfile.mkdtemp(prefix="bench-controller-")
-    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=max(counts) * 2 + 100, pod_cidr_prefix=20)
-    plane.start()
+    plane, admin = kwok_plane(workdir, max(counts) * 2 + 100)
     try:
-        admin = kube_testlib.api_client(plane.kubeconfig)
-        e2e_lib.install_api(admin)
-        e2e_lib.install_kubernetes_provider_rbac(admin)
         rows = []
         for count in counts:
             for mode in args.modes.split(","):

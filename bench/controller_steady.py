@@ -35,10 +35,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
 
 from cluster import kube_testlib  # noqa: E402
-from cluster.kube_cluster import ControlPlane  # noqa: E402
 from controller_scale import (  # noqa: E402
     cpu_seconds,
     create_proxies,
+    kwok_plane,
     kwok_providers,
     peak_rss_mib,
     ready_count,
@@ -201,13 +201,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix="bench-steady-")
-    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=args.count * 2 + 100, pod_cidr_prefix=20)
-    plane.start()
+    plane, admin = kwok_plane(workdir, args.count * 2 + 100)
     rows = []
     try:
-        admin = kube_testlib.api_client(plane.kubeconfig)
-        e2e_lib.install_api(admin)
-        e2e_lib.install_kubernetes_provider_rbac(admin)
         for variant in args.variants.split(","):
             rows.append(hold(admin, plane, workdir, args.count, variant, args))
     finally:

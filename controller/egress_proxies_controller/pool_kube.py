@@ -82,6 +82,16 @@ class PoolKube:
             )
         )
 
+    def delete_secret(self, namespace: str, name: str, uid: str) -> None:
+        """Delete a pool's credentials copy only if it still is the object ``uid`` (gone or
+        another already: nothing to do)."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        self._tolerant(
+            lambda: self.core.delete_namespaced_secret(
+                name, namespace, body=body, _request_timeout=self.timeout
+            )
+        )
+
     @staticmethod
     def _tolerant(call):
         try:

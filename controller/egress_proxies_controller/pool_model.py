@@ -105,10 +105,13 @@ class Pool:
     def selector(self) -> str:
         return "%s=%s" % (POOL_LABEL, self.name)
 
-    def member_spec(self, target: Target) -> dict:
+    def member_spec(self, target: Target, auth_secret: str = "") -> dict:
         """The Proxy spec of a member of ``target``: the template, the target's provider and
-        its placement over the template's."""
+        its placement over the template's; with template.auth, ``auth_secret`` (the pool's copy
+        of the credentials, pool_auth) in place of the user's Secret."""
         spec = {k: v for k, v in self.template.items() if k != "provider"}
+        if auth_secret and spec.get("auth"):
+            spec["auth"] = dict(spec["auth"], secretRef={"name": auth_secret})
         spec["provider"] = target.provider
         placement = dict(self.template.get("placement") or {})
         placement.update(target.placement)
@@ -116,9 +119,10 @@ class Pool:
             spec["placement"] = placement
         return spec
 
-    def revision(self, target: Target) -> str:
-        """What a member of ``target`` must carry to be current: its spec and the rotation token."""
-        doc = {"spec": self.member_spec(target), "rotate": self.rotate_token}
+    def revision(self, target: Target, auth_secret: str = "") -> str:
+        """What a member of ``target`` must carry to be current: its spec (with the credentials
+        copy, whose name is a fingerprint of their content) and the rotation token."""
+        doc = {"spec": self.member_spec(target, auth_secret), "rotate": self.rotate_token}
         canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -138,6 +142,7 @@ class Member:
     port: int = 3128
     provider: str = ""
     zone: str = ""
+    auth_secret: str = ""  # the Secret its spec.auth names (the pool's copy, pool_auth)
 
     @classmethod
     def from_object(cls, obj: dict) -> Member:
@@ -165,6 +170,7 @@ class Member:
             port=int(spec.get("port") or 3128),
             provider=status.get("provider") or spec.get("provider") or "",
             zone=(spec.get("placement") or {}).get("zone") or "",
+            auth_secret=((spec.get("auth") or {}).get("secretRef") or {}).get("name") or "",
         )
 
 

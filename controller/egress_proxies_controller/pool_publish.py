@@ -1,13 +1,13 @@
 """What a pool tells its clients: the endpoints Secret, a headless Service and its EndpointSlice.
 
-``<pool>-endpoints`` holds ``proxies.txt`` (one URL per Ready member, with the credentials of
-template.auth when set) and ``proxies.json`` (address, port, provider, zone, createdAt, age);
-crawlers mount it. The selector-less headless Service ``<pool>`` and the EndpointSlice of the
-Ready members' addresses make ``<pool>.<namespace>.svc`` resolve to them. All three are owned by
-the pool (Kubernetes collects them with it) and are rewritten only when what they say changes
-(what was written is remembered, and read back every ``resync`` seconds). An object of that name
-that the pool does not own is never overwritten. Credentials exist only in the Secret's data:
-never in a log line, an Event or the pool's status.
+``<pool>-endpoints`` holds ``proxies.txt`` (one URL per Ready member, with the credentials that
+member was made with when template.auth is set, pool_auth) and ``proxies.json`` (address, port,
+provider, zone, createdAt, age); crawlers mount it. The selector-less headless Service
+``<pool>`` and the EndpointSlice of the Ready members' addresses make ``<pool>.<namespace>.svc``
+resolve to them. All three are owned by the pool (Kubernetes collects them with it) and are
+rewritten only when what they say changes (what was written is remembered, and read back every
+``resync`` seconds). An object of that name that the pool does not own is never overwritten.
+Credentials exist only in the Secret's data: never in a log line, an Event or the pool's status.
 """
 
 from __future__ import annotations
@@ -34,10 +34,14 @@ def endpoint_url(member: Member, credentials: tuple | None) -> str:
     return "http://%s%s:%d" % (auth, member.ip, member.port)
 
 
-def render(members: list, credentials: tuple | None, now: float) -> dict:
-    """The endpoints Secret's two keys for the Ready ``members`` (sorted by name)."""
+def render(members: list, credentials, now: float) -> dict:
+    """The endpoints Secret's two keys for the Ready ``members`` (sorted by name).
+    ``credentials``: one (username, password) for all, None, or a function of the member
+    (members of two revisions have different ones during a roll; pool_auth)."""
     ready = sorted((m for m in members if m.ready), key=lambda m: m.name)
-    text = "".join(endpoint_url(m, credentials) + "\n" for m in ready)
+    text = "".join(
+        endpoint_url(m, credentials(m) if callable(credentials) else credentials) + "\n" for m in ready
+    )
     entries = [
         {
             "name": m.name,
@@ -93,18 +97,16 @@ class Publisher:
         for key in [k for k in self._written if k[0] == uid]:
             del self._written[key]
 
-    def publish(self, pool: Pool, members: list, now: float) -> list:
-        """Bring the three objects up to date; returns problems to report (never a secret)."""
+    def publish(self, pool: Pool, members: list, now: float, credentials=None) -> list:
+        """Bring the three objects up to date; returns problems to report (never a secret).
+        ``credentials(member)`` gives a member's (username, password) or None; a
+        ``LookupError`` from it (naming a Secret, never a value) publishes nothing."""
         problems = []
         ready = [m for m in members if m.ready]
-        credentials = None
-        ref = ((pool.template.get("auth") or {}).get("secretRef") or {}).get("name")
-        if ref:
-            try:
-                credentials = self.kube.auth_credentials(pool.namespace, ref)
-            except LookupError as exc:
-                return ["endpoints not published: %s" % exc]
-        data = render(ready, credentials, now)
+        try:
+            data = render(ready, credentials, now)
+        except LookupError as exc:
+            return ["endpoints not published: %s" % exc]
         stable = _without_age(data["proxies.json"])  # with the URLs: what decides a rewrite
         secret = {
             "apiVersion": "v1",

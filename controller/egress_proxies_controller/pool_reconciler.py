@@ -24,6 +24,7 @@ import time
 from . import conditions, pool_rollout, pool_spread, pool_status
 from .informer import Informer, key_of
 from .loops import PeriodicLoop
+from .pool_auth import PoolAuth
 from .pool_kube import PoolKube
 from .pool_model import (
     POOL_FINALIZER,
@@ -41,6 +42,10 @@ from .pool_publish import Publisher
 
 log = logging.getLogger("egress_proxies_controller.pool")
 COMPONENT = "egress-proxies-controller"
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "reason", "") or type(exc).__name__
 
 
 class PoolController(PeriodicLoop):
@@ -72,6 +77,7 @@ class PoolController(PeriodicLoop):
         self.clock = clock
         self.informer = Informer(kube, namespace, lambda _key: None, lister=self.pools.list_pools)
         self.publisher = Publisher(self.pools)
+        self.auth = PoolAuth(self.pools)
         self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
         self._problems = {}  # pool uid -> the publication problems last reported
         self._seen = {}  # pool key -> (uid, target names), to drop the metrics of a pool gone
@@ -116,6 +122,7 @@ class PoolController(PeriodicLoop):
             namespace, name = key.split("/", 1)
             self.metrics.forget(namespace, name, targets)
             self.publisher.forget(uid)
+            self.auth.forget(uid)
             self._problems.pop(uid, None)
 
     # -- one pool ------------------------------------------------------------------------
@@ -139,7 +146,17 @@ class PoolController(PeriodicLoop):
         members = [Member.from_object(o) for o in member_objs]
         by_name = {o["metadata"]["name"]: o for o in member_objs}
         now = self.clock()
-        revisions = {t.name: pool.revision(t) for t in pool.targets}
+        try:
+            copy, credentials = self.auth.current(pool)
+        except LookupError as exc:
+            # No revision without the credentials: nothing is created, deleted or published
+            # until the Secret can be read (members made now could not start anyway).
+            self._report(obj, pool, ["members not changed: %s" % exc])
+            return
+        except Exception as exc:
+            self._report(obj, pool, ["members not changed: auth Secret copy: %s" % _reason(exc)])
+            return
+        revisions = {t.name: pool.revision(t, copy) for t in pool.targets}
         degraded = self._degraded(pool, members, revisions, configured, now)
         # A skipped target keeps its Ready members, none at all when its provider is gone.
         providers = {t.name: t.provider for t in pool.targets}
@@ -171,7 +188,9 @@ class PoolController(PeriodicLoop):
         created = 0
         for target in pool.targets:
             for _i in range(plan.creates.get(target.name, 0)):
-                made = self.pools.create_proxy(pool.namespace, self._member_body(pool, target, revisions))
+                made = self.pools.create_proxy(
+                    pool.namespace, self._member_body(pool, target, revisions, copy)
+                )
                 self.proxies.store(made)
                 self._touched.append(key_of(made))
                 self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
@@ -186,12 +205,11 @@ class PoolController(PeriodicLoop):
         if created:
             events.append(("Normal", "MembersCreated", "created %d member(s)" % created))
         remaining = [m for m in members if m.name not in done]
-        problems = self.publisher.publish(pool, remaining, now)
-        if problems != self._problems.get(pool.uid, []):  # said once per change, not every tick
-            for problem in problems:
-                log.warning("pool %s/%s: %s", pool.namespace, pool.name, problem)
-                events.append(("Warning", "PublishFailed", problem))
-            self._problems[pool.uid] = problems
+        problems = self.publisher.publish(
+            pool, remaining, now, lambda m: self.auth.credentials(pool, m.auth_secret, credentials)
+        )
+        auth_secrets, pruned = self.auth.prune(pool, copy, {m.auth_secret for m in members})
+        events += self._said(pool, problems + pruned)
         progress = (
             "created %d, deleted %d member(s)" % (created, len(done))
             if created or done
@@ -201,6 +219,8 @@ class PoolController(PeriodicLoop):
         status, status_events = pool_status.compute(
             pool, [m for m in members if m.name not in done], desired, degraded, plan, stamp, progress
         )
+        if auth_secrets:
+            status["authSecrets"] = auth_secrets
         events += status_events
         if status != (obj.get("status") or {}):
             written = self.pools.write_status(obj, status)
@@ -211,6 +231,19 @@ class PoolController(PeriodicLoop):
         for event_type, reason, message in events:
             self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
         self._observe(pool, status, desired)
+
+    def _said(self, pool: Pool, problems: list) -> list:
+        """Warning Events for ``problems``, once per change (not every tick); never a value."""
+        if problems == self._problems.get(pool.uid, []):
+            return []
+        self._problems[pool.uid] = problems
+        for problem in problems:
+            log.warning("pool %s/%s: %s", pool.namespace, pool.name, problem)
+        return [("Warning", "PublishFailed", problem) for problem in problems]
+
+    def _report(self, obj: dict, pool: Pool, problems: list) -> None:
+        for event_type, reason, message in self._said(pool, problems):
+            self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
 
     def _degraded(self, pool: Pool, members: list, revisions: dict, configured: set, now: float) -> dict:
         """Target -> (reason, since) for every target skipped now."""
@@ -258,7 +291,7 @@ class PoolController(PeriodicLoop):
         if meta.get("name") == name and meta.get("deletionTimestamp"):
             self.proxies.store(obj)
 
-    def _member_body(self, pool: Pool, target, revisions: dict) -> dict:
+    def _member_body(self, pool: Pool, target, revisions: dict, copy: str = "") -> dict:
         return {
             "apiVersion": "crawl.example.com/v1alpha1",
             "kind": "Proxy",
@@ -272,7 +305,7 @@ class PoolController(PeriodicLoop):
                 },
                 "ownerReferences": [owner_reference(pool)],
             },
-            "spec": pool.member_spec(target),
+            "spec": pool.member_spec(target, copy),
         }
 
     def _finalize(self, obj: dict, pool: Pool, member_objs: list) -> None:

@@ -1,13 +1,15 @@
 """The proxy health engine: probes every Running Proxy itself and writes its ``Healthy`` condition.
 
-A probe is a TCP connect to ip:port and, when a probe URL is configured, an HTTP GET of that
-URL through the proxy; the result is ``Healthy`` (reasons ``Reachable``, ``ConnectionRefused``,
+A probe is a TCP connect to ip:port and, when a probe URL is configured, an HTTP GET of that URL
+through the proxy; the result is ``Healthy`` (reasons ``Reachable``, ``ConnectionRefused``,
 ``Timeout``, ``ProxyError``, and ``ProxyAuthRequired`` for a 407: a Proxy with ``spec.auth`` is
 probed with its Secret's credentials, read once per round, so a 407 means they were refused or
-could not be read) and a latency histogram. Probes run concurrently with a bound, so a
-round of 1000 proxies fits in one interval on two cores (bench/probe_round.py). ``Ready`` means
-Running and Healthy: an unhealthy proxy's Ready turns False, and its key is queued so the
-reconciler reads the instance at once (a dead Squid reads as Stopped and is recreated).
+could not be read, and ``AuthNotEnforced`` when the same GET without credentials is served
+instead of answered 407: a proxy whose configuration ignored its auth turns not Ready at its
+first probe) and a latency histogram. Probes run concurrently with a bound, so a round of 1000
+proxies fits in one interval on two cores (bench/probe_round.py). ``Ready`` means Running and
+Healthy: an unhealthy proxy's Ready turns False, and its key is queued so the reconciler reads
+the instance at once (a dead Squid reads as Stopped and is recreated).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .loops import PeriodicLoop
 log = logging.getLogger("egress_proxies_controller.proxy_health")
 COND_HEALTHY = api.COND_HEALTHY
 REASON_AUTH_REQUIRED = "ProxyAuthRequired"
+REASON_AUTH_NOT_ENFORCED = "AuthNotEnforced"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,27 +69,9 @@ def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str 
     except OSError as exc:
         return ProbeResult(False, "Unreachable", "%s:%d: %s" % (ip, port, exc), time.monotonic() - started)
     if url:
-        host = urllib.parse.urlsplit(url).netloc
-        conn = http.client.HTTPConnection(ip, port, timeout=timeout)
-        try:
-            headers = {"Host": host, "User-Agent": "egress-proxies-probe"}
-            if authorization:
-                headers["Proxy-Authorization"] = authorization
-            conn.request("GET", url, headers=headers)
-            status = conn.getresponse().status
-        except TimeoutError:
-            return ProbeResult(
-                False, "Timeout", "GET %s through the proxy timed out" % url, time.monotonic() - started
-            )
-        except (OSError, http.client.HTTPException) as exc:
-            return ProbeResult(
-                False,
-                "ProxyError",
-                "GET %s through the proxy failed: %s" % (url, exc),
-                time.monotonic() - started,
-            )
-        finally:
-            conn.close()
+        status = _get(ip, port, timeout, url, authorization, started)
+        if isinstance(status, ProbeResult):
+            return status
         if status == 407:
             why = "refused the credentials" if authorization else "asks for credentials and none were sent"
             return ProbeResult(
@@ -102,9 +87,49 @@ def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str 
                 "GET %s through the proxy answered %d" % (url, status),
                 time.monotonic() - started,
             )
+        if authorization:
+            # Auth must be enforced, not only accepted: a proxy whose configuration ignored it
+            # (a guest's own Squid rules, docs/auth.md) would serve anyone in its ranges.
+            bare = _get(ip, port, timeout, url, "", started)
+            if isinstance(bare, ProbeResult):
+                return bare
+            if bare != 407:
+                return ProbeResult(
+                    False,
+                    REASON_AUTH_NOT_ENFORCED,
+                    "GET %s through the proxy without credentials answered %d, not 407: the proxy "
+                    "does not enforce its authentication" % (url, bare),
+                    time.monotonic() - started,
+                )
     return ProbeResult(
         True, "Reachable", "the proxy answers at %s:%d" % (ip, port), time.monotonic() - started
     )
+
+
+def _get(ip: str, port: int, timeout: float, url: str, authorization: str, started: float):
+    """The status of one GET of ``url`` through the proxy, or the unhealthy ProbeResult of a
+    failure to get one."""
+    host = urllib.parse.urlsplit(url).netloc
+    conn = http.client.HTTPConnection(ip, port, timeout=timeout)
+    try:
+        headers = {"Host": host, "User-Agent": "egress-proxies-probe"}
+        if authorization:
+            headers["Proxy-Authorization"] = authorization
+        conn.request("GET", url, headers=headers)
+        return conn.getresponse().status
+    except TimeoutError:
+        return ProbeResult(
+            False, "Timeout", "GET %s through the proxy timed out" % url, time.monotonic() - started
+        )
+    except (OSError, http.client.HTTPException) as exc:
+        return ProbeResult(
+            False,
+            "ProxyError",
+            "GET %s through the proxy failed: %s" % (url, exc),
+            time.monotonic() - started,
+        )
+    finally:
+        conn.close()
 
 
 def with_health(status: dict, result: ProbeResult, generation: int, now: str) -> dict:

@@ -110,13 +110,15 @@ options:
   auth:
     description:
       - Basic authentication for the proxy, on top of the provider's allowed source ranges (a
-        client outside them is refused whatever it sends). Supported by the C(local) and
-        C(kubernetes) providers; C(gcp), C(kvm) and C(kvm2) refuse it before anything is touched
-        (docs/auth.md).
+        client outside them is refused whatever it sends). Supported by the C(local),
+        C(kubernetes) and C(gcp) providers (C(gcp) adds its own cloud-init part beside
+        O(cloud_init), which it then requires); C(kvm) and C(kvm2) refuse it before anything is
+        touched (docs/auth.md).
       - Only a salted SHA-512 crypt hash reaches the instance (Squid's C(basic_ncsa_auth) checks
         it); the password is never logged nor returned.
       - On an existing instance the credentials are rotated in place (C(changed=true)); the
-        C(kubernetes) provider cannot add them to a Pod created without them (a replacement).
+        C(kubernetes) provider cannot add them to a Pod created without them, and a C(gcp) VM's
+        are fixed at creation (other credentials fail, saying to replace the instance).
         Omitting O(auth) leaves an existing instance's credentials as they are; to remove them,
         replace the instance. A client gets C(407) without valid credentials.
     type: dict

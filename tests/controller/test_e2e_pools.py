@@ -289,3 +289,78 @@ def test_the_endpoints_carry_the_auth_secrets_credentials_and_nothing_else_does(
     assert all(password not in (e.message or "") and encoded not in (e.message or "") for e in events)
     log = pools.controller.tail(100000)
     assert password not in log and encoded not in log
+
+
+def _through(url: str, origin_port: int) -> int:
+    """The status of a request to the origin through the proxy ``url`` (407 when refused)."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": url}))
+    try:
+        with opener.open("http://127.0.0.1:%d/via-proxy" % origin_port, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_change_of_the_auth_secrets_content_rolls_the_members_under_the_budget(pools, origin):
+    """A settled pool of 3 with auth (maxSurge 1, maxUnavailable 1): a new password in the
+    Secret replaces every member, never fewer than 2 Ready (sampled every second); at the end
+    every listed URL works with the new password, a request without credentials is refused with
+    407, the old password is refused, the old credentials copy is gone, and no password is in a
+    member, the pool, an Event or the controller's log."""
+    core = k8s.CoreV1Api(pools.admin)
+    old, new = "old-%d" % time.time_ns(), "new-%d" % time.time_ns()
+    core.create_namespaced_secret(
+        pools.namespace,
+        {"metadata": {"name": "creds"}, "stringData": {"username": "crawler", "password": old}},
+    )
+    replicas = 3
+    pools.create_pool(
+        "roll",
+        {
+            "replicas": replicas,
+            "template": {"provider": "local", "auth": {"secretRef": {"name": "creds"}}},
+            "strategy": {"maxSurge": 1, "maxUnavailable": 1},
+        },
+    )
+    pools.wait_settled("roll", replicas)
+    first = {m["metadata"]["name"] for m in pools.members("roll")}
+    (old_copy,) = {m["spec"]["auth"]["secretRef"]["name"] for m in pools.members("roll")}
+    assert old_copy.startswith("roll-auth-")
+    core.patch_namespaced_secret("creds", pools.namespace, {"stringData": {"password": new}})
+    ready_samples = []
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        members = pools.members("roll")
+        ready_samples.append(_ready_count(pools, "roll"))
+        urls = pools.endpoints("roll")[0]
+        if (
+            not {m["metadata"]["name"] for m in members} & first
+            and len(members) == replicas
+            and len(urls) == replicas
+            and all(new in url for url in urls)
+        ):
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError("the roll did not finish:\n%s\n%s" % (pools.describe("roll"), pools.pool_log()))
+    assert min(ready_samples) >= replicas - 1, ready_samples
+    urls = pools.endpoints("roll")[0]
+    for url in urls:
+        assert _through(url, origin) == 200
+        address = url.rsplit("@", 1)[1]
+        assert _through("http://" + address, origin) == 407
+        assert _through("http://crawler:%s@%s" % (old, address), origin) == 407
+    kube_testlib.wait_for(
+        "the old copy deleted",
+        lambda: old_copy not in {s.metadata.name for s in core.list_namespaced_secret(pools.namespace).items},
+        timeout=30,
+    )
+    seen = json.dumps([pools.members("roll"), pools.pool("roll")]) + "".join(
+        e.message or "" for e in core.list_namespaced_event(pools.namespace).items
+    )
+    log = pools.controller.tail(100000)
+    for password in (old, new):
+        assert password not in seen and password not in log

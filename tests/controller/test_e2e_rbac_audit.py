@@ -4,7 +4,8 @@ A control plane of its own whose kube-apiserver writes an audit log; the control
 its ServiceAccount bound only by the shipped RBAC through a scenario that touches every path
 (leader election, a Proxy with a cloud-init Secret made Ready, replaced and deleted, the health
 monitor creating and removing ProviderHealth objects, the same providers-file problem reported
-twice on the Lease: one Event, its count patched; a ProxyPool made Ready, rolled, scaled to
+twice on the Lease: one Event, its count patched; a ProxyPool with auth made Ready, rolled by a
+template change and by new credentials (its old credentials copy deleted), scaled to
 zero and deleted; a ``--shards 2`` replica taking its shards and leaving). Then every request the
 ServiceAccount made is read back from the audit log: none was refused, and the verbs it used are
 exactly what the roles grant, except ``proxies get``, used only to re-read an object after a
@@ -202,12 +203,32 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
 
 
 def _pool_paths(env) -> None:
-    """A pool made Ready (members created, the endpoints Secret, Service and EndpointSlice
-    created and rewritten), rolled by a template change (the slice's port), scaled to zero
-    (members deleted) and deleted (its finalizer released)."""
+    """A pool with auth made Ready (members created, its credentials copy, the endpoints
+    Secret, Service and EndpointSlice created and rewritten), rolled by a template change (the
+    slice's port) and by new credentials (the old copy deleted), scaled to zero (members
+    deleted) and deleted (its finalizer released)."""
+    from kubernetes import client as k8s
+
     pools = env
-    pools.create_pool("apool", {"replicas": 1, "template": {"provider": "local"}})
+    core = k8s.CoreV1Api(env.admin)
+    core.create_namespaced_secret(
+        env.namespace,
+        {"metadata": {"name": "apool-creds"}, "stringData": {"username": "u", "password": "one"}},
+    )
+    auth = {"secretRef": {"name": "apool-creds"}}
+    pools.create_pool("apool", {"replicas": 1, "template": {"provider": "local", "auth": auth}})
     pools.wait_settled("apool", 1)
+    (first_copy,) = {m["spec"]["auth"]["secretRef"]["name"] for m in pools.members("apool")}
+    core.patch_namespaced_secret("apool-creds", env.namespace, {"stringData": {"password": "two"}})
+    pools.wait_pool(
+        "apool",
+        lambda o: (
+            (o.get("status") or {}).get("authSecrets") not in (None, [first_copy])
+            and first_copy not in (o.get("status") or {}).get("authSecrets")
+            and len(pools.ready_members("apool")) == 1
+        ),
+        "rolled to new credentials, the old copy deleted",
+    )
     env.custom.patch_namespaced_custom_object(
         GROUP, "v1alpha1", env.namespace, POOLS, "apool", {"spec": {"template": {"port": 3131}}}
     )

@@ -14,7 +14,7 @@ POOL_RULES = {
     (GROUP, "proxypools/status"): {"update"},
     (GROUP, "proxypools/finalizers"): {"update"},
     (GROUP, "proxies"): {"create", "delete"},
-    ("", "secrets"): {"create", "update"},
+    ("", "secrets"): {"create", "update", "delete"},
     ("", "services"): {"get", "create"},
     ("discovery.k8s.io", "endpointslices"): {"get", "create", "update"},
 }

@@ -39,6 +39,14 @@ def test_render_lists_ready_members_only_with_credentials_encoded():
     assert render(members, None, NOW)["proxies.txt"].splitlines()[0] == "http://10.0.0.1:3128"
 
 
+def test_each_member_is_listed_with_its_own_credentials():
+    """During a roll after a credentials change, old and new members have different ones."""
+    members = [member("a", "10.0.0.1"), member("b", "10.0.0.2")]
+    creds = {"a": ("crawler", "old"), "b": ("crawler", "new")}
+    data = render(members, lambda m: creds[m.name], NOW)
+    assert data["proxies.txt"] == "http://crawler:old@10.0.0.1:3128\nhttp://crawler:new@10.0.0.2:3128\n"
+
+
 def test_only_routable_ipv4_addresses_go_into_an_endpoint_slice():
     assert sliceable("10.1.2.3") and sliceable("34.76.1.2")
     assert not sliceable("127.3.4.5") and not sliceable("169.254.1.1") and not sliceable("")
@@ -66,9 +74,6 @@ class FakeKube:
         self.writes.append(("replace", kind))
         self.objects[(kind, body["metadata"]["name"])] = body
 
-    def auth_credentials(self, _namespace, _name):
-        return self.credentials
-
 
 def pool(auth=True) -> Pool:
     template = {"port": 3128, "auth": {"secretRef": {"name": "creds"}}} if auth else {"port": 3128}
@@ -81,7 +86,11 @@ def test_publisher_creates_then_rewrites_only_on_change():
     kube, clock = FakeKube(), [0.0]
     pub = Publisher(kube, resync=60, clock=lambda: clock[0])
     members = [member("a", "10.0.0.1")]
-    assert pub.publish(pool(), members, NOW) == []
+
+    def creds(_member):
+        return kube.credentials
+
+    assert pub.publish(pool(), members, NOW, creds) == []
     assert sorted(kube.writes) == [("create", "EndpointSlice"), ("create", "Secret"), ("create", "Service")]
     secret = kube.objects[("Secret", "web-endpoints")]
     assert secret["metadata"]["ownerReferences"][0]["uid"] == "pool-uid"
@@ -93,9 +102,9 @@ def test_publisher_creates_then_rewrites_only_on_change():
     assert kube.objects[("Service", "web")]["spec"]["clusterIP"] == "None"
     assert "selector" not in kube.objects[("Service", "web")]["spec"]
     kube.writes.clear()
-    pub.publish(pool(), members, NOW + 5)  # only the age moved: nothing is written
+    pub.publish(pool(), members, NOW + 5, creds)  # only the age moved: nothing is written
     assert kube.writes == []
-    pub.publish(pool(), [*members, member("b", "10.0.0.2")], NOW + 6)
+    pub.publish(pool(), [*members, member("b", "10.0.0.2")], NOW + 6, creds)
     assert sorted(kube.writes) == [("replace", "EndpointSlice"), ("replace", "Secret")]
 
 
@@ -112,10 +121,9 @@ def test_publisher_never_overwrites_an_object_the_pool_does_not_own():
 def test_an_unreadable_auth_secret_publishes_nothing_and_names_no_value():
     kube = FakeKube()
 
-    def fail(_ns, _name):
+    def fail(_member):
         raise LookupError("auth Secret ns/creds has no key 'password'")
 
-    kube.auth_credentials = fail
-    problems = Publisher(kube).publish(pool(), [member("a", "10.0.0.1")], NOW)
+    problems = Publisher(kube).publish(pool(), [member("a", "10.0.0.1")], NOW, fail)
     assert problems == ["endpoints not published: auth Secret ns/creds has no key 'password'"]
     assert kube.writes == []

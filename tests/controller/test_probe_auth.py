@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 
@@ -29,14 +30,22 @@ def backend(tmp_path):
         harness.teardown()
 
 
-def test_probe_authenticates_and_reports_407_distinctly(backend):
-    provider = backend.build()
-    req = dataclasses.replace(backend.request(str(uuid.uuid4())), auth=Auth("crawler", SENTINEL))
+@contextlib.contextmanager
+def running(backend, req):
+    """The instance of ``req`` Running on the local provider and a probe URL of a loopback
+    origin: ``(ip, url)``; the instance is deleted after."""
     with cleanup(backend) as ids, origin_server() as origin:
-        provider_id = provider.create(req, dl(backend))
+        provider_id = backend.build().create(req, dl(backend))
         ids.append(provider_id)
-        ip = wait_for_state(backend, provider_id, (contract.RUNNING,))[-1].ip
-        url = "http://%s:%d/probe" % tuple(origin)
+        yield (
+            wait_for_state(backend, provider_id, (contract.RUNNING,))[-1].ip,
+            "http://%s:%d/probe" % tuple(origin),
+        )
+
+
+def test_probe_authenticates_and_reports_407_distinctly(backend):
+    req = dataclasses.replace(backend.request(str(uuid.uuid4())), auth=Auth("crawler", SENTINEL))
+    with running(backend, req) as (ip, url):
         right = proxy_health.basic_header({"username": "crawler", "password": SENTINEL})
         wrong = proxy_health.basic_header({"username": "crawler", "password": "nope"})
 
@@ -52,3 +61,17 @@ def test_probe_authenticates_and_reports_407_distinctly(backend):
         assert tcp_only.healthy
         for result in (ok, unsent, refused):
             assert SENTINEL not in result.message and right.split()[1] not in result.message
+
+
+def test_a_proxy_that_serves_without_credentials_is_auth_not_enforced(backend):
+    """The probe also sends the GET without credentials: a proxy that serves it (here a Squid
+    made without auth, as a guest whose own configuration ignored the auth part would be) is
+    unhealthy, so a Proxy with ``spec.auth`` never stays Ready on an open proxy."""
+    req = backend.request(str(uuid.uuid4()))  # no auth rendered: Squid serves anyone in range
+    with running(backend, req) as (ip, url):
+        header = proxy_health.basic_header({"username": "crawler", "password": SENTINEL})
+        open_proxy = proxy_health.probe(ip, req.port, 5.0, url, header)
+        assert (open_proxy.healthy, open_proxy.reason) == (False, "AuthNotEnforced")
+        assert "without credentials answered 200" in open_proxy.message
+        assert SENTINEL not in open_proxy.message
+        assert proxy_health.probe(ip, req.port, 5.0, url).healthy  # without auth asked: fine

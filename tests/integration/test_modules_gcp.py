@@ -7,6 +7,7 @@ every request the modules make is in its log: the tests count them as well as ch
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -334,3 +335,80 @@ def test_one_bad_placement_in_a_batch_changes_nothing(tmp_path, fake, gcp):
     ]
     assert run["bad"]["error_class"] == "permanent"
     assert fake.log() == [], "nothing was asked of the backend"
+
+
+def test_auth_reaches_the_vm_as_a_hash_beside_the_users_cloud_init(tmp_path, fake, gcp):
+    """``auth`` on gcp: the insert's user-data is a MIME document whose first part is the
+    request's cloud-init unchanged and whose last is the collection's (the password's SHA-512
+    crypt hash, the Squid lines); the password is in no request the fake saw, no output at
+    verbosity 4. The same credentials again are ``changed: false``; other ones fail Permanent
+    saying the VM must be replaced (check mode too): test_auth_results_and_refusals."""
+    import email
+    import email.policy
+
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, proxy_auth
+
+    password = "PW-%s" % uuid.uuid4().hex
+    uid = str(uuid.uuid4())
+    cloud_init = "#cloud-config\npackages: [squid]\n"
+    auth = {"username": "crawler", "password": password}
+    item = {"provider": "gcp-it", "uid": uid, "placement": PLACEMENT, "cloud_init": cloud_init, "auth": auth}
+    tasks = [{"name": "create", PI: dict(item, wait=True, wait_timeout=30)}, {"name": "again", PI: item}]
+    run = run_playbook(tmp_path, tasks, module_defaults=gcp, verbosity=4, json_output=False)
+    assert password not in run.stdout and password not in run.stderr
+    assert run.rc == 0, run.stdout[-3000:]
+    (insert,) = fake.log("POST", "/instances$")
+    assert all(password not in json.dumps(r.body) + r.path for r in fake.log())
+    (user_data,) = [i["value"] for i in insert.body["metadata"]["items"] if i["key"] == "user-data"]
+    message = email.message_from_string(user_data, policy=email.policy.compat32)
+    payloads = [p.get_payload() for p in message.walk() if not p.is_multipart()]
+    assert payloads[0] == cloud_init and len(payloads) == 2
+    line = cloud_init_auth.passwd_of(user_data)
+    assert line.startswith("crawler:$6$") and proxy_auth.Auth("crawler", password).matches(line)
+    assert "http_access deny !egress_authenticated" in payloads[1]
+    delete = run_playbook(
+        tmp_path, [{"name": "delete", PI: dict(item, state="absent", wait=True)}], module_defaults=gcp
+    )
+    assert delete.rc == 0, delete.stdout[-3000:]
+
+
+def test_auth_results_and_refusals(tmp_path, fake, gcp):
+    uid = str(uuid.uuid4())
+    auth = {"username": "crawler", "password": "first"}
+    item = {
+        "provider": "gcp-it",
+        "uid": uid,
+        "placement": PLACEMENT,
+        "cloud_init": "#cloud-config\n",
+        "auth": auth,
+    }
+    tasks = [
+        {"name": "create", PI: dict(item, wait=True, wait_timeout=30)},
+        {"name": "again", PI: item},
+        {"name": "other", PI: dict(item, auth=dict(auth, password="second")), "ignore_errors": True},
+        {
+            "name": "other check",
+            PI: dict(item, auth=dict(auth, password="second")),
+            "ignore_errors": True,
+            "check_mode": True,
+        },
+        {
+            "name": "no cloud-init",
+            PI: dict(item, uid=str(uuid.uuid4()), cloud_init=""),
+            "ignore_errors": True,
+        },
+    ]
+    run = run_playbook(tmp_path, tasks, module_defaults=gcp)
+    try:
+        assert run["create"]["changed"] is True
+        assert run["again"]["changed"] is False
+        for name in ("other", "other check"):
+            assert run[name]["failed"] is True and run[name]["error_class"] == "permanent", run[name]
+            assert "fixed at creation" in run[name]["msg"] and "second" not in run[name]["msg"]
+        assert "cloud_init: required with auth on this provider" in run["no cloud-init"]["msg"]
+        assert len(fake.log("POST", "/instances$")) == 1  # nothing but the first create was sent
+    finally:
+        delete = run_playbook(
+            tmp_path, [{"name": "d", PI: dict(item, state="absent", wait=True)}], module_defaults=gcp
+        )
+        assert delete.rc == 0, delete.stdout[-3000:]

@@ -112,8 +112,14 @@ def test_bad_auth_is_refused_naming_the_field(conf, auth, fragment):
 
 
 def test_a_provider_without_auth_refuses_it_before_anything(tmp_path):
-    cloud = config.parse({"providers": [{"name": "eu", "type": "gcp", "gcp": {"project": "my-project"}}]})
-    with pytest.raises(UsageError, match=r"auth: provider eu \(type gcp\) cannot render proxy auth"):
+    block = {
+        "sshKeyFile": "/etc/egress-proxies/kvm/id_ed25519",
+        "insecureIgnoreHostKey": True,
+        "machineTypes": {"small": {"vcpus": 1, "memoryMiB": 1024}},
+        "hosts": [{"name": "hv", "address": "127.0.0.1"}],
+    }
+    cloud = config.parse({"providers": [{"name": "eu", "type": "kvm2", "kvm2": block}]})
+    with pytest.raises(UsageError, match=r"auth: provider eu \(type kvm2\) cannot render proxy auth"):
         _items(cloud, provider="eu", uid="x", auth=AUTH)
     (absent,) = _items(cloud, provider="eu", uid="x", auth=AUTH, state="absent")  # deleting needs no auth
     assert absent.state == "absent"

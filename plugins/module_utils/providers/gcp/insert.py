@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.config import (
     ADDRESS_EXTERNAL,
@@ -38,6 +39,14 @@ def machine_type_url(zone: str, machine_type: str) -> str:
     return machine_type if "/" in machine_type else "zones/%s/machineTypes/%s" % (zone, machine_type)
 
 
+def user_data(req) -> str:
+    """What the VM's cloud-init gets: the request's, and with ``auth`` the collection's part
+    beside it (cloud_init_auth: the password's hash, never the password)."""
+    if req.auth is None:
+        return req.cloud_init
+    return cloud_init_auth.with_auth(req.cloud_init, req.auth.passwd_line())
+
+
 def build_instance(req, settings: InsertSettings) -> dict:
     """The ``instances.insert`` body for ``req`` (a ``contract.CreateRequest``)."""
     zone = req.placement.zone
@@ -47,7 +56,7 @@ def build_instance(req, settings: InsertSettings) -> dict:
         interface["accessConfigs"] = [{"name": "External NAT", "type": "ONE_TO_ONE_NAT"}]
     metadata = [{"key": labels.UID_METADATA_KEY, "value": req.uid}]
     if req.cloud_init:
-        metadata.append({"key": USER_DATA_KEY, "value": req.cloud_init})
+        metadata.append({"key": USER_DATA_KEY, "value": user_data(req)})
     return {
         "name": req.name,
         "machineType": machine_type_url(zone, req.placement.machine_type),
@@ -68,6 +77,14 @@ def build_instance(req, settings: InsertSettings) -> dict:
         "networkInterfaces": [interface],
         "metadata": {"items": metadata},
     }
+
+
+def user_data_of(instance: dict) -> str:
+    """The ``user-data`` metadata value of an instance as the API returns it (``""`` if none)."""
+    for item in (instance.get("metadata") or {}).get("items") or []:
+        if item.get("key") == USER_DATA_KEY:
+            return item.get("value") or ""
+    return ""
 
 
 def describe(body: dict) -> dict:

@@ -26,6 +26,7 @@ import logging
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     abandon,
+    cloud_init_auth,
     contract,
     errors,
     names,
@@ -77,6 +78,7 @@ class _Invalid(Exception):
 
 class GcpProvider(contract.Provider, contract.Checker):
     type_name = "gcp"
+    supports_auth = True  # the collection's cloud-init part beside the request's (cloud_init_auth)
 
     def __init__(self, name: str, installation: str, block, api=None):
         super().__init__(name, installation)
@@ -175,6 +177,8 @@ class GcpProvider(contract.Provider, contract.Checker):
             raise _Invalid("placement.image is required")
         if not 1 <= int(req.port) <= 65535:
             raise _Invalid("port %r is not 1-65535" % (req.port,))
+        if req.auth is not None and cloud_init_auth.problem(req.cloud_init):
+            raise _Invalid(cloud_init_auth.problem(req.cloud_init))
 
     # -- contract ------------------------------------------------------------------------
 
@@ -305,6 +309,30 @@ class GcpProvider(contract.Provider, contract.Checker):
             raise
         except Exception as exc:
             raise self._fail("get", provider_id, exc)
+
+    def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
+        """A VM's credentials are fixed at creation (its user-data holds their hash): the same
+        credentials are ``False``; others, or a VM made without auth, are Permanent saying it
+        must be replaced (check mode too: applying would fail the same way)."""
+        try:
+            zone, name = parse_id(provider_id)
+        except ValueError as exc:
+            raise errors.permanent("sync_auth", self.name, provider_id, exc) from None
+        try:
+            item = self._call(deadline, "sync_auth", self.api.get_instance, zone, name)
+        except Exception as exc:
+            raise self._fail("sync_auth", provider_id, exc)
+        line = cloud_init_auth.passwd_of(insert.user_data_of(item))
+        if auth is not None and line and auth.matches(line):
+            return False
+        what = "other credentials" if line else "no authentication"
+        raise errors.permanent(
+            "sync_auth",
+            self.name,
+            provider_id,
+            "the VM was created with %s, and a gcp VM's credentials are fixed at creation (its "
+            "user-data): replace the instance (state: absent, then present) to change them" % what,
+        )
 
     def _raise_insert_failure(self, zone: str, name: str, provider_id: str, deadline) -> None:
         """The instance is not there: if its latest insert failed or is pending, say so."""
