@@ -92,9 +92,7 @@ SCENARIOS = [
     Scenario(
         "net-latency-jitter",
         "1-3 s latency with jitter on both directions (near the deadline)",
-        # not libvirt: Toxiproxy's API did not remove this toxic from the sshd link within 10 s at
-        # heal (docs/reliability.md, "Known failures"); left out until the harness heals otherwise
-        HTTP,
+        NETWORKED,
         toxics(
             _t("latd", "latency", latency=1500, jitter=1000), _t("latu", "latency", "upstream", latency=500)
         ),

@@ -16,8 +16,9 @@ from faults.scenarios_crashes import SCENARIOS as CRASHES
 from faults.scenarios_local import SCENARIOS as LOCAL
 from faults.scenarios_network import SCENARIOS as NETWORK
 from faults.scenarios_operations import SCENARIOS as OPERATIONS
+from faults.scenarios_restarts import SCENARIOS as RESTARTS
 
-ALL = NETWORK + ANSWERS + LOCAL + CRASHES + OPERATIONS + CONTROLLER
+ALL = NETWORK + ANSWERS + LOCAL + CRASHES + OPERATIONS + RESTARTS + CONTROLLER
 #: libvirt last: its fixture may wait for another session's machine-wide libvirt test lock
 ORDER = ("local", "gcp", "kubernetes", "controller", "libvirt")
 CELLS = [pytest.param(s, c, id=s.id(c)) for c in ORDER for s in ALL if c in s.columns]
