@@ -12,29 +12,41 @@ from faults.toxiproxy import Toxic
 NETWORKED = ("gcp", "kubernetes", "libvirt")
 
 
-def toxics(*items: Toxic):
-    """Inject: the toxics added to the target's link, removed at heal."""
+def _link(target):
+    return target.link
+
+
+def toxics(*items: Toxic, link_of=_link):
+    """Inject: the toxics added to the target's link (``link_of(target)``), removed at heal."""
 
     @contextlib.contextmanager
     def inject(target):
+        link = link_of(target)
         for toxic in items:
-            target.link.add(toxic)
+            link.add(toxic)
         try:
             yield len(items)
         finally:
-            target.link.heal()
+            link.heal()
 
     return inject
 
 
-@contextlib.contextmanager
-def down(target):
-    """The link refuses connections and drops the open ones (the pooled one too)."""
-    target.link.set_enabled(False)
-    try:
-        yield 1
-    finally:
-        target.link.heal()
+def link_down(link_of=_link):
+    """Inject: the link refuses connections and drops the open ones (the pooled one too)."""
+
+    @contextlib.contextmanager
+    def inject(target):
+        link_of(target).set_enabled(False)
+        try:
+            yield 1
+        finally:
+            link_of(target).heal()
+
+    return inject
+
+
+down = link_down()
 
 
 @contextlib.contextmanager

@@ -12,12 +12,17 @@ from contract import pids
 from faults.scenario import Scenario
 
 
-def control_plane_component(name: str):
-    """Inject: ``name`` of the test control plane stopped for the calls, restarted at heal."""
+def _cluster(target):
+    return target.backend.cluster
+
+
+def control_plane_component(name: str, cluster_of=_cluster):
+    """Inject: ``name`` of the test control plane (``cluster_of(target)``) stopped for the
+    calls, restarted at heal."""
 
     @contextlib.contextmanager
     def inject(target):
-        cluster = target.backend.cluster
+        cluster = cluster_of(target)
         cluster.stop_component(name)
         try:
             yield 1
