@@ -207,6 +207,8 @@ class ControlPlane:
         self.pod_cidr_prefix = pod_cidr_prefix
         self.die_with_parent = die_with_parent
         self.procs: dict = {}
+        self.argv: dict = {}  # each component's argv, for restart()
+        self.readiness: dict = {}  # each component's readiness probe, for restart()
         self.server = ""
         self.kubeconfig = os.path.join(self.dir, "admin.kubeconfig")
         self.pki: dict = {}
@@ -216,6 +218,7 @@ class ControlPlane:
     # process handling
 
     def _spawn(self, name: str, args: list) -> None:
+        self.argv[name] = args
         with open(os.path.join(self.dir, name + ".log"), "ab") as log:
             proc = subprocess.Popen(
                 [os.path.join(self.bindir, args[0]), *args[1:]],
@@ -317,10 +320,10 @@ class ControlPlane:
                 "--log-level=warn",
             ],
         )
-        self._wait(
-            "etcd",
-            lambda: b'"health":"true"' in urllib.request.urlopen(etcd_url + "/health", timeout=2).read(),
+        self.readiness["etcd"] = lambda: (
+            b'"health":"true"' in urllib.request.urlopen(etcd_url + "/health", timeout=2).read()
         )
+        self._wait("etcd", self.readiness["etcd"])
         self.timings["etcd"] = time.monotonic() - t0
 
         self.server = "https://127.0.0.1:%d" % api_port
@@ -347,7 +350,8 @@ class ControlPlane:
                 "--v=1",
             ],
         )
-        self._wait("kube-apiserver", lambda: self.raw("GET", "/readyz").strip() == b"ok")
+        self.readiness["kube-apiserver"] = lambda: self.raw("GET", "/readyz").strip() == b"ok"
+        self._wait("kube-apiserver", self.readiness["kube-apiserver"])
         self.timings["kube-apiserver"] = time.monotonic() - t0
 
         with open(self.kubeconfig, "w") as handle:
@@ -435,6 +439,18 @@ class ControlPlane:
             "control plane up in %.1fs (binaries %.1fs) at %s; kubeconfig %s"
             % (self.timings["ready"], self.timings["binaries"], self.server, self.kubeconfig)
         )
+
+    def stop_component(self, name: str) -> None:
+        """Stop one component (``etcd``, ``kube-apiserver``) by its pid, for a restart test."""
+        stop_pid(self.procs[name].pid, self.procs[name])
+
+    def start_component(self, name: str) -> None:
+        """Start a component stopped by ``stop_component`` again with the same arguments (same
+        ports, same data directory) and wait until it answers as at first start."""
+        self._spawn(name, self.argv[name])
+        probe = self.readiness.get(name)
+        if probe is not None:
+            self._wait(name + " (restarted)", probe)
 
     def stop(self) -> None:
         """End what we started, by pid, in reverse start order."""

@@ -4,6 +4,8 @@ the test hypervisor over sshd, real Squid), and the results file written at sess
 
 from __future__ import annotations
 
+import json
+import os
 import time
 import uuid
 
@@ -78,9 +80,12 @@ def local_target(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def controller_target(kube_cluster, kube_admin, tmp_path_factory):
+def controller_target(kube_cluster, kube_admin, tmp_path_factory, toxiproxy):
     """The controller's end-to-end surroundings of tests/controller (shipped CRDs and RBAC, a
-    ServiceAccount kubeconfig, local providers), in a namespace of this session."""
+    ServiceAccount kubeconfig, local providers), in a namespace of this session; plus a
+    Toxiproxy link to the API server and a kubeconfig of the same ServiceAccount through it
+    (``env.api_link``, ``env.link_kubeconfig``), and the control plane (``env.cluster``) for
+    the restart cells."""
     from controller.test_e2e import E2E
 
     from controller import e2e_lib
@@ -90,6 +95,9 @@ def controller_target(kube_cluster, kube_admin, tmp_path_factory):
     namespace = kube_testlib.create_namespace(kube_admin)
     env = E2E(kube_admin, kube_cluster, namespace, tmp_path_factory.mktemp("controller-target"))
     env.column = "controller"
+    env.cluster = kube_cluster
+    env.api_link = toxiproxy.api.create("ctl-api-" + _tag(), kube_cluster.server.split("//", 1)[1])
+    env.link_kubeconfig = _through(env.kubeconfig, env.api_link)
     try:
         yield env
     finally:
@@ -97,6 +105,19 @@ def controller_target(kube_cluster, kube_admin, tmp_path_factory):
             env.cleanup()
         finally:
             kube_testlib.delete_namespace(kube_admin, namespace)
+
+
+def _through(kubeconfig: str, link) -> str:
+    """A copy of ``kubeconfig`` (0600) that dials the API server through ``link``."""
+    with open(kubeconfig, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    for cluster in doc["clusters"]:
+        cluster["cluster"]["server"] = "https://" + link.listen
+    path = kubeconfig + ".through-toxiproxy"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(doc, handle)
+    return path
 
 
 @pytest.fixture
@@ -107,10 +128,12 @@ def target_of(request):
 
 @pytest.fixture
 def record():
-    """Keep an outcome for the results file; returns it."""
+    """Keep an outcome for the results file (written after every cell, so a session cut short
+    still leaves what it found); returns it."""
 
     def keep(outcome):
         OUTCOMES.append(outcome)
+        results.write(OUTCOMES, time.monotonic() - STARTED)
         return outcome
 
     return keep

@@ -9,7 +9,6 @@ then the invariants, then clean-up and the leftover check.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 
@@ -50,6 +49,17 @@ def settle(target, req_x, b_id: str) -> tuple:
             error = "%s: %s" % (type(exc).__name__, exc)
         time.sleep(0.3)
     return None, error
+
+
+def delete_retried(target, provider_id: str, attempts: int = 3) -> None:
+    """Clean-up through the direct provider; a restart scenario may have cut its pooled
+    connection too, so a failed delete is tried again (the leftover check says what stayed)."""
+    for _attempt in range(attempts):
+        try:
+            target.direct.delete(provider_id, Deadline(60))
+            return
+        except Exception:
+            time.sleep(1)
 
 
 def run(target, scenario, extra_texts=lambda: {}) -> Outcome:
@@ -103,7 +113,6 @@ def run(target, scenario, extra_texts=lambda: {}) -> Outcome:
         )
         for provider_id in ids:
             if provider_id:
-                with contextlib.suppress(Exception):
-                    target.direct.delete(provider_id, Deadline(60))
+                delete_retried(target, provider_id)
     outcome.check(invariants.nothing_left(target, [i for i in ids if i]))
     return outcome

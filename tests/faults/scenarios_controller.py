@@ -24,7 +24,7 @@ from faults.scenario import Scenario, no_fault
 CONTROLLER = ("controller",)
 
 
-def _secret(env) -> tuple:
+def secret(env) -> tuple:
     sentinel = "SENTINEL-%s" % uuid.uuid4().hex
     name = "ci-" + uuid.uuid4().hex[:8]
     user_data = base64.b64encode(("#cloud-config\n# %s\n" % sentinel).encode()).decode()
@@ -34,17 +34,22 @@ def _secret(env) -> tuple:
     return sentinel, {"provider": "local", "cloudInit": {"secretRef": {"name": name, "key": "user-data"}}}
 
 
-def _uids_on_backend(env) -> list:
+def uids_on_backend(env) -> list:
+    """The uid of every instance in the state directories of both local providers (``local``
+    and ``tiny``), read from the instances' own records."""
     found = []
-    for name in env.instances():
-        with open(
-            os.path.join(env.state_dir, "instances", name, "instance.json"), encoding="utf-8"
-        ) as handle:
-            found.append(json.load(handle)["proxy-operator-uid"])
+    for state_dir in (env.state_dir, env.state_dir + "-tiny"):
+        for name in env.instances(state_dir):
+            path = os.path.join(state_dir, "instances", name, "instance.json")
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    found.append(json.load(handle)["proxy-operator-uid"])
+            except FileNotFoundError:  # deleted since the listing: not on the backend
+                continue
     return found
 
 
-def _run_processes(env) -> list:
+def run_processes(env) -> list:
     """Processes whose command line names the controller's runner directory (its runs)."""
     runner = os.path.join(env.controller.workdir, "runner").encode()
     found = []
@@ -59,11 +64,12 @@ def _run_processes(env) -> list:
     return found
 
 
-def _check_after(env, outcome: Outcome, names: list, sentinel: str) -> None:
-    """The invariants once the restarted controller has settled."""
+def check_after(env, outcome: Outcome, names: list, sentinel: str, preexisting=()) -> None:
+    """The invariants once the restarted controller has settled; instances of ``preexisting``
+    uids (there before the cell began: an earlier cell's finding) are not this cell's."""
     objs = [env.custom.get_namespaced_custom_object(GROUP, VERSION, env.namespace, PLURAL, n) for n in names]
     uids = [o["metadata"]["uid"] for o in objs]
-    on_backend = _uids_on_backend(env)
+    on_backend = [u for u in uids_on_backend(env) if u not in preexisting]
     outcome.check(
         ["Proxy uid %s has %d instances" % (u, on_backend.count(u)) for u in uids if on_backend.count(u) != 1]
     )
@@ -93,7 +99,7 @@ def _finish(env, outcome: Outcome, names: list) -> None:
         env.wait_gone(name, timeout=120)
     env.controller.stop()
     outcome.check(["left behind: instance %s" % n for n in env.instances()])
-    outcome.check(["left behind: run process %d" % p for p in _run_processes(env)])
+    outcome.check(["left behind: run process %d" % p for p in run_processes(env)])
 
 
 def killed_at(fault: str):
@@ -101,7 +107,7 @@ def killed_at(fault: str):
 
     def flow(env, scenario) -> Outcome:
         outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
-        sentinel, spec = _secret(env)
+        sentinel, spec = secret(env)
         name = "f-" + uuid.uuid4().hex[:8]
         if fault == "after-delete":
             env.controller.start()
@@ -128,7 +134,7 @@ def killed_at(fault: str):
         else:
             env.wait_ready(name, timeout=120)
             outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
-            _check_after(env, outcome, [name], sentinel)
+            check_after(env, outcome, [name], sentinel)
             _finish(env, outcome, [name])
         outcome.calls = ["killed by fault %s, rc %s" % (fault, "137")]
         return outcome
@@ -139,7 +145,7 @@ def killed_at(fault: str):
 def killed_mid_run(env, scenario) -> Outcome:
     """Three Proxies created at once; SIGKILL once the first instance is on the backend."""
     outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
-    sentinel, spec = _secret(env)
+    sentinel, spec = secret(env)
     names = ["m%d-%s" % (i, uuid.uuid4().hex[:6]) for i in range(3)]
     env.controller.start()
     env.controller.wait_ready()
@@ -147,8 +153,8 @@ def killed_mid_run(env, scenario) -> Outcome:
         env.create(name, spec)
     playbook_runs.wait_for(lambda: env.instances() != [], 120)
     env.controller.kill()
-    survivors = _run_processes(env)
-    if not playbook_runs.wait_for(lambda: not _run_processes(env), 60):
+    survivors = run_processes(env)
+    if not playbook_runs.wait_for(lambda: not run_processes(env), 60):
         outcome.check(["run processes alive 60 s after the controller's SIGKILL: %s" % survivors])
     else:
         outcome.check([])
@@ -158,7 +164,7 @@ def killed_mid_run(env, scenario) -> Outcome:
     for name in names:
         env.wait_ready(name, timeout=120)
     outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
-    _check_after(env, outcome, names, sentinel)
+    check_after(env, outcome, names, sentinel)
     _finish(env, outcome, names)
     outcome.calls = ["killed with %d run processes alive" % len(survivors)]
     return outcome

@@ -12,29 +12,41 @@ from faults.toxiproxy import Toxic
 NETWORKED = ("gcp", "kubernetes", "libvirt")
 
 
-def toxics(*items: Toxic):
-    """Inject: the toxics added to the target's link, removed at heal."""
+def _link(target):
+    return target.link
+
+
+def toxics(*items: Toxic, link_of=_link):
+    """Inject: the toxics added to the target's link (``link_of(target)``), removed at heal."""
 
     @contextlib.contextmanager
     def inject(target):
+        link = link_of(target)
         for toxic in items:
-            target.link.add(toxic)
+            link.add(toxic)
         try:
             yield len(items)
         finally:
-            target.link.heal()
+            link.heal()
 
     return inject
 
 
-@contextlib.contextmanager
-def down(target):
-    """The link refuses connections and drops the open ones (the pooled one too)."""
-    target.link.set_enabled(False)
-    try:
-        yield 1
-    finally:
-        target.link.heal()
+def link_down(link_of=_link):
+    """Inject: the link refuses connections and drops the open ones (the pooled one too)."""
+
+    @contextlib.contextmanager
+    def inject(target):
+        link_of(target).set_enabled(False)
+        try:
+            yield 1
+        finally:
+            link_of(target).heal()
+
+    return inject
+
+
+down = link_down()
 
 
 @contextlib.contextmanager
@@ -92,9 +104,7 @@ SCENARIOS = [
     Scenario(
         "net-latency-jitter",
         "1-3 s latency with jitter on both directions (near the deadline)",
-        # not libvirt: Toxiproxy's API did not remove this toxic from the sshd link within 10 s at
-        # heal (docs/reliability.md, "Known failures"); left out until the harness heals otherwise
-        HTTP,
+        NETWORKED,
         toxics(
             _t("latd", "latency", latency=1500, jitter=1000), _t("latu", "latency", "upstream", latency=500)
         ),

@@ -10,6 +10,7 @@ exists (``present``), so nothing is counted through the project's own list.
 from __future__ import annotations
 
 import collections
+import time
 import uuid
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import names, observe
@@ -92,7 +93,16 @@ class Target:
         return self._dir
 
     def close(self) -> None:
-        self.foreign_provider.delete(self.foreign_id, Deadline(60))
+        # a restart scenario (sshd, libvirtd) cuts this provider's pooled connection too: its
+        # first call after may answer transient, so the delete is tried again
+        for attempt in range(3):
+            try:
+                self.foreign_provider.delete(self.foreign_id, Deadline(60))
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                time.sleep(1)
         self.foreign_provider.close()
         if self.link is not None:
             self.faulted.close()

@@ -12,12 +12,28 @@ from faults import provider_round
 from faults.results import Outcome
 from faults.scenarios_answers import SCENARIOS as ANSWERS
 from faults.scenarios_controller import SCENARIOS as CONTROLLER
+from faults.scenarios_controller_leader import SCENARIOS as CONTROLLER_LEADER
+from faults.scenarios_controller_link import SCENARIOS as CONTROLLER_LINK
+from faults.scenarios_controller_ops import SCENARIOS as CONTROLLER_OPS
 from faults.scenarios_crashes import SCENARIOS as CRASHES
 from faults.scenarios_local import SCENARIOS as LOCAL
 from faults.scenarios_network import SCENARIOS as NETWORK
 from faults.scenarios_operations import SCENARIOS as OPERATIONS
+from faults.scenarios_restarts import SCENARIOS as RESTARTS
 
-ALL = NETWORK + ANSWERS + LOCAL + CRASHES + OPERATIONS + CONTROLLER
+#: the controller's own cells first (they stop it), then those that keep one running between them
+ALL = (
+    NETWORK
+    + ANSWERS
+    + LOCAL
+    + CRASHES
+    + OPERATIONS
+    + RESTARTS
+    + CONTROLLER
+    + CONTROLLER_LINK
+    + CONTROLLER_OPS
+    + CONTROLLER_LEADER
+)
 #: libvirt last: its fixture may wait for another session's machine-wide libvirt test lock
 ORDER = ("local", "gcp", "kubernetes", "controller", "libvirt")
 CELLS = [pytest.param(s, c, id=s.id(c)) for c in ORDER for s in ALL if c in s.columns]
