@@ -511,19 +511,6 @@ class Manager:
                 self.informer.store(obj)
         return obj
 
-    def _inline_cloud_init(self, obj: dict, proxy: Proxy) -> str:
-        """The inline text: from ``obj`` when it carries it (an object the API server just
-        answered), else read from the API server (the cache keeps only its digest)."""
-        if ((obj.get("spec") or {}).get("cloudInit") or {}).get("inline"):
-            return spec_mod.inline_cloud_init(obj, proxy.spec.cloud_init_digest)
-        try:
-            fresh = self.kube.get_proxy(proxy.namespace, proxy.name)
-        except Exception as exc:  # API timeouts, connection errors: this Proxy retries
-            raise LookupError("reading spec.cloudInit.inline: %s" % type(exc).__name__) from None
-        if fresh is None or (fresh.get("metadata") or {}).get("uid") != proxy.uid:
-            raise LookupError("the Proxy is gone")
-        return spec_mod.inline_cloud_init(fresh, proxy.spec.cloud_init_digest)
-
     def _create_fields(self, obj: dict) -> dict:
         """Per-create module fields from the object the create was planned from, cloud-init
         resolved (never logged). Any failure reading it is ``LookupError``: that item only."""
@@ -547,7 +534,7 @@ class Manager:
         if proxy.spec.auth_secret:
             fields["auth"] = auth_secret.credentials(self.kube, proxy.namespace, proxy.spec.auth_secret)
         if proxy.spec.cloud_init_digest:
-            fields["cloud_init"] = self._inline_cloud_init(obj, proxy)
+            fields["cloud_init"] = inline_cloud_init(self.kube, obj, proxy)
         elif proxy.spec.cloud_init_secret:
             name, secret_key = proxy.spec.cloud_init_secret
             try:
@@ -564,3 +551,17 @@ class Manager:
 def _outcome(answer: rec.Answer) -> str:
     """A span's view of an answer: ``ok`` or its error class (never its message)."""
     return "ok" if answer.ok else answer.error_class or rec.TRANSIENT
+
+
+def inline_cloud_init(kube, obj: dict, proxy: Proxy) -> str:
+    """The inline text: from ``obj`` when it carries it (an object the API server just
+    answered), else read from the API server (the informer's cache keeps only its digest)."""
+    if ((obj.get("spec") or {}).get("cloudInit") or {}).get("inline"):
+        return spec_mod.inline_cloud_init(obj, proxy.spec.cloud_init_digest)
+    try:
+        fresh = kube.get_proxy(proxy.namespace, proxy.name)
+    except Exception as exc:  # API timeouts, connection errors: this Proxy retries
+        raise LookupError("reading spec.cloudInit.inline: %s" % type(exc).__name__) from None
+    if fresh is None or (fresh.get("metadata") or {}).get("uid") != proxy.uid:
+        raise LookupError("the Proxy is gone")
+    return spec_mod.inline_cloud_init(fresh, proxy.spec.cloud_init_digest)
