@@ -308,7 +308,7 @@ class Manager:
             if self.owns is not None and not self.owns(key):
                 self._let_go(key)  # its shard is being given up: not dispatched (not ours soon)
                 continue
-            if entry[0].op == "get":
+            if entry[0].op == rec.GET:
                 polls += 1
                 fits = polls <= self.poll_batch_max
             else:

@@ -27,6 +27,9 @@ def digest_of(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+NO_INLINE_DIGEST = digest_of("")  # what the hash has always covered for "no inline cloud-init"
+
+
 def trim_inline_cloud_init(obj: dict) -> dict:
     """``obj`` with spec.cloudInit.inline replaced by its digest (a shallow copy; the input is
     not changed). The hash and every decision stay the same: they read only the digest."""
@@ -79,7 +82,7 @@ class ProxySpec:
             "provider": self.provider,
             "placement": self.placement,
             "cloudInit": {
-                "inline": self.cloud_init_digest or digest_of(""),
+                "inline": self.cloud_init_digest or NO_INLINE_DIGEST,
                 "secretRef": list(self.cloud_init_secret),
             },
             "port": self.port,
