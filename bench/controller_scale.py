@@ -123,10 +123,7 @@ def breakdown(metrics: str) -> str:
 
 
 def ready_count(custom, namespace: str) -> int:
-    items = custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")[
-        "items"
-    ]
-    return sum(1 for o in items if e2e_lib.condition(o, "Ready").get("status") == "True")
+    return sum(1 for o in e2e_lib.proxies(custom, namespace) if e2e_lib.is_ready(o))
 
 
 def kwok_providers(kubeconfig: str, installation: str) -> dict:

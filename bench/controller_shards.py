@@ -37,25 +37,12 @@ LEASE = ["--lease-duration", "30", "--renew-deadline", "20", "--retry-period", "
 TIMING = ["--provisioning-poll", "2", "--running-poll", "60", "--probe-interval", "0", "--gc-interval", "0"]
 
 
-def proxies(custom, namespace: str) -> list:
-    return custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")[
-        "items"
-    ]
-
-
-def ready(obj: dict) -> bool:
-    return any(
-        c["type"] == "Ready" and c["status"] == "True"
-        for c in (obj.get("status") or {}).get("conditions") or []
-    )
-
-
 def wait_all_ready(custom, namespace: str, count: int, procs, budget: float) -> tuple:
     started = time.monotonic()
     last = 0.0
     while time.monotonic() - started < budget:
-        items = proxies(custom, namespace)
-        done = sum(1 for o in items if ready(o))
+        items = e2e_lib.proxies(custom, namespace)
+        done = sum(1 for o in items if e2e_lib.is_ready(o))
         if done == count:
             return items, time.monotonic() - started
         if any(p.proc.poll() is not None for p in procs):
@@ -129,11 +116,11 @@ def kill_one(admin, custom, namespace: str, lease_id: str, procs, before: dict) 
     )
     takeover = time.monotonic() - killed
     e2e_lib.settle(60)  # the new holders have polled the Proxies of the shards they took
-    items = proxies(custom, namespace)
+    items = e2e_lib.proxies(custom, namespace)
     pods = shard_lib.pods_by_uid(admin, namespace)
     return {
         "takeover": takeover,
-        "still_ready": sum(1 for o in items if ready(o)),
+        "still_ready": sum(1 for o in items if e2e_lib.is_ready(o)),
         "same_ids": sum(
             1 for o in items if before.get(o["metadata"]["uid"]) == o["status"].get("providerID")
         ),

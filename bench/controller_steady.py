@@ -104,14 +104,8 @@ def churn(custom, namespace: str, count: int, hold_seconds: float) -> dict:
     create_proxies(custom, namespace, count, "n%05d")
     deadline = started + hold_seconds * 2 / 3
     while time.monotonic() < deadline:
-        items = custom.list_namespaced_custom_object("crawl.example.com", "v1alpha1", namespace, "proxies")
-        fresh = [o for o in items["items"] if o["metadata"]["name"].startswith("n")]
-        ready = sum(
-            1
-            for o in fresh
-            for c in (o.get("status") or {}).get("conditions") or []
-            if c["type"] == "Ready" and c["status"] == "True"
-        )
+        fresh = [o for o in e2e_lib.proxies(custom, namespace) if o["metadata"]["name"].startswith("n")]
+        ready = sum(1 for o in fresh if e2e_lib.is_ready(o))
         if ready == count:
             return {"count": count, "seconds": time.monotonic() - started}
         time.sleep(5)

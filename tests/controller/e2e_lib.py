@@ -285,6 +285,15 @@ def condition(obj: dict, cond_type: str) -> dict:
     return {}
 
 
+def proxies(custom, namespace: str) -> list:
+    """Every Proxy of ``namespace``, as the API server lists them."""
+    return custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
+
+
+def is_ready(obj: dict) -> bool:
+    return condition(obj, "Ready").get("status") == "True"
+
+
 def wait_proxy(custom, namespace: str, name: str, predicate, what: str, timeout: float = 90, proc=None):
     def probe():
         if proc is not None and proc.proc.poll() is not None:

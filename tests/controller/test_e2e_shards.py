@@ -20,7 +20,7 @@ from egress_proxies_controller import shards
 from kubernetes import client as k8s
 
 from . import e2e_lib, shard_lib
-from .e2e_lib import GROUP, PLURAL, VERSION, condition, proxy_body
+from .e2e_lib import GROUP, PLURAL, VERSION, proxy_body
 
 pytestmark = [pytest.mark.squid]
 controller_api = e2e_lib.controller_api
@@ -42,14 +42,6 @@ ARGS = [
     "20",
     *TIMING,
 ]
-
-
-def _proxies(custom, namespace: str) -> list:
-    return custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
-
-
-def _ready(obj: dict) -> bool:
-    return condition(obj, "Ready").get("status") == "True"
 
 
 class ReplicaExited(AssertionError):
@@ -116,8 +108,8 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
             )
 
         def all_ready():
-            items = _proxies(custom, namespace)
-            return items if len(items) == COUNT and all(_ready(o) for o in items) else None
+            items = e2e_lib.proxies(custom, namespace)
+            return items if len(items) == COUNT and all(e2e_lib.is_ready(o) for o in items) else None
 
         items = _wait("%d Proxies Ready" % COUNT, all_ready, 900, procs, interval=2)
         ready_at = time.monotonic() - started
@@ -160,8 +152,10 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
             proc.wait_ready(timeout=30)
 
         e2e_lib.settle(LEASE_DURATION)  # a survivor that took a shard has polled its Proxies
-        items = _proxies(custom, namespace)
-        assert all(_ready(o) for o in items), [o["metadata"]["name"] for o in items if not _ready(o)]
+        items = e2e_lib.proxies(custom, namespace)
+        assert all(e2e_lib.is_ready(o) for o in items), [
+            o["metadata"]["name"] for o in items if not e2e_lib.is_ready(o)
+        ]
         assert {o["metadata"]["uid"]: o["status"]["providerID"] for o in items} == before
         pods = shard_lib.pods_by_uid(admin, namespace)
         assert {uid: len(p) for uid, p in pods.items()} == dict.fromkeys(before, 1)
@@ -185,7 +179,7 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         )
 
         # Clean up through the survivors (their finalizers): every Proxy released, no Pod left.
-        items = _proxies(custom, namespace)
+        items = e2e_lib.proxies(custom, namespace)
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(
                 pool.map(
@@ -196,7 +190,7 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
                 )
             )
         kube_testlib.wait_for(
-            "every Proxy released", lambda: not _proxies(custom, namespace), timeout=600, interval=2
+            "every Proxy released", lambda: not e2e_lib.proxies(custom, namespace), timeout=600, interval=2
         )
         assert shard_lib.pods_by_uid(admin, namespace) == {}
         for proc in survivors:
