@@ -112,6 +112,22 @@ def churn(custom, namespace: str, count: int, hold_seconds: float) -> dict:
     return {"count": count, "seconds": None}
 
 
+def progress(ready, count: int, variant: str):
+    """A probe for ``wait_for`` that is true once ``ready()`` reaches ``count``, printing how many
+    are Ready once a minute (10,000 Proxies take half an hour to come up here)."""
+    started, last = time.monotonic(), [0.0]
+
+    def probe() -> bool:
+        done = ready()
+        elapsed = time.monotonic() - started
+        if elapsed - last[0] >= 60:
+            print("  %s: %d of %d Ready after %.0fs" % (variant, done, count, elapsed), flush=True)
+            last[0] = elapsed
+        return done == count
+
+    return probe
+
+
 def hold(admin, plane, workdir: str, count: int, variant: str, args) -> dict:
     interval, hold_seconds, poll = args.min_batch_interval, args.hold, args.running_poll
     namespace = kube_testlib.create_namespace(admin, prefix="steady")
@@ -137,8 +153,12 @@ def hold(admin, plane, workdir: str, count: int, variant: str, args) -> dict:
     try:
         proc.wait_ready()
         create_proxies(custom, namespace, count, "s%05d")
+        # Listing every Proxy costs the API server and this process too: less often at large N.
         kube_testlib.wait_for(
-            "all Ready", lambda: ready_count(custom, namespace) == count, timeout=1800, interval=2
+            "all Ready",
+            progress(lambda: ready_count(custom, namespace), count, variant),
+            timeout=max(1800, count * 0.3),
+            interval=max(2, count / 1000),
         )
         print("  %s: %d Ready; holding %ds" % (variant, count, hold_seconds), flush=True)
         metrics0 = proc.metrics()

@@ -62,7 +62,9 @@ def write_kubeconfig(path: str, server: str) -> None:
 
 
 class NotFoundServer:
-    def __init__(self, body: bytes = b"", content_type: str = ""):
+    """``status``: 404 unless told; a 200 stands for a proxy that answers in the API's place."""
+
+    def __init__(self, body: bytes = b"", content_type: str = "", status: int = 404):
         self.requests = []
         server = self
 
@@ -74,7 +76,7 @@ class NotFoundServer:
                 if length:
                     self.rfile.read(length)
                 server.requests.append((self.command, self.path))
-                self.send_response(404)
+                self.send_response(status)
                 if content_type:
                     self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))

@@ -138,3 +138,37 @@ def test_a_hanging_exec_credential_plugin_is_bounded_by_the_deadline(tmp_path):
     err = raised(lambda: p.get("crawl/proxy-a", Deadline(1)))
     assert time.monotonic() - started < 5, "the exec plugin held the call"
     assert err.error_class == errors.TRANSIENT, err
+
+
+ANSWERS_NOT_A_POD = {
+    "html page": (b"<html><body><h1>Welcome</h1></body></html>", "text/html"),
+    "truncated json": (b'{"kind": "Pod", "metadata": {"name": "proxy-a", "labels": {', "application/json"),
+    "json of another kind": (
+        json.dumps({"kind": "Status", "status": "Success"}).encode(),
+        "application/json",
+    ),
+    "json that is no object": (b'["Pod"]', "application/json"),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(ANSWERS_NOT_A_POD))
+def test_a_200_that_is_not_the_object_asked_for_is_transient_never_an_instance(tmp_path, answer):
+    """The hot paths read the API's JSON themselves (answers.py): a 200 from something in front
+    of the API server is neither an instance, an empty list, nor a create that happened."""
+    body, content_type = ANSWERS_NOT_A_POD[answer]
+    server = NotFoundServer(body, content_type, status=200)
+    path = str(tmp_path / "kubeconfig")
+    write_kubeconfig(path, server.endpoint)
+    p = provider(tmp_path, kubeconfig=path)
+    try:
+        for call in (
+            lambda: p.get("crawl/proxy-a", Deadline(5)),
+            lambda: p.list_by_tag(Deadline(5)),
+            lambda: p.create(contract.CreateRequest(name="proxy-a", uid="u", namespace="crawl"), Deadline(5)),
+        ):
+            err = raised(call)
+            assert err.error_class == errors.TRANSIENT, err
+            assert "expected" in str(err)
+        assert [method for method, _path in server.requests] == ["GET", "GET", "POST"]
+    finally:
+        server.close()

@@ -16,18 +16,18 @@ Pod (auth.py), rotated in place by ``sync_auth``.
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth as authlib
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
+    answers,
     remove,
     replace,
     sdk,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth as authlib
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
     check_apiserver,
 )
@@ -123,35 +123,42 @@ class KubernetesProvider(contract.Provider, contract.Checker):
     def _namespace_for(self, req: contract.CreateRequest) -> str:
         return self.config.namespace or req.namespace or DEFAULT_NAMESPACE
 
-    def _instance(self, pod) -> contract.Instance:
-        meta, status = pod.metadata, pod.status
-        labels = meta.labels or {}
+    def _instance(self, pod: dict) -> contract.Instance:
+        """The Instance of a Pod as the API server writes it (JSON: answers.py)."""
+        meta, status = answers.section(pod, "metadata"), answers.section(pod, "status")
+        labels = meta.get("labels") or {}
+        pod_ip = status.get("podIP") or ""
         state = podlib.state_of(
-            (status.phase if status else "") or "",
-            (status.pod_ip if status else "") or "",
-            meta.deletion_timestamp is not None,
-            podlib.pod_ready(status.conditions if status else None),
+            status.get("phase") or "",
+            pod_ip,
+            meta.get("deletionTimestamp") is not None,
+            podlib.pod_ready(status.get("conditions")),
         )
-        created = meta.creation_timestamp
-        if isinstance(created, datetime.datetime) and created.tzinfo is None:
-            created = created.replace(tzinfo=datetime.UTC)
         return contract.Instance(
-            id=format_id(meta.namespace, meta.name),
-            name=meta.name,
+            id=format_id(meta.get("namespace", ""), meta.get("name", "")),
+            name=meta.get("name", ""),
             uid=labels.get(names.LABEL_UID, ""),
             state=state,
-            ip=status.pod_ip if state == contract.RUNNING else "",
-            created_at=created if isinstance(created, datetime.datetime) else None,
+            ip=pod_ip if state == contract.RUNNING else "",
+            created_at=answers.timestamp(meta.get("creationTimestamp")),
             installation=labels.get(names.LABEL_INSTALL, ""),
         )
+
+    def _model_instance(self, pod, deadline) -> contract.Instance:
+        """The Instance of a Pod the client read as a model (the rare paths keep the models)."""
+        return self._instance(self._api_client(deadline).sanitize_for_serialization(pod))
 
     def _ensure_config_map(self, core, req, namespace: str, pod_uid: str, deadline) -> None:
         """Create the squid.conf ConfigMap, or bring an existing one of the same proxy up to date
         (it may still be owned by a previous Pod of the same name)."""
         body = podlib.build_config_map(req, namespace, self.installation, self.config, pod_uid)
         try:
-            core.create_namespaced_config_map(
-                namespace, body, _request_timeout=self._timeout(deadline, "create")
+            answers.read(
+                core.create_namespaced_config_map,
+                namespace,
+                body,
+                kind="ConfigMap",
+                _request_timeout=self._timeout(deadline, "create"),
             )
             return
         except sdk.ApiException as exc:
@@ -214,9 +221,16 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             core = self._core(deadline)
             body = podlib.build_pod(req, namespace, self.installation, self.config)
             try:
-                pod = core.create_namespaced_pod(
-                    namespace, body, _request_timeout=self._timeout(deadline, "create")
+                created = answers.read(
+                    core.create_namespaced_pod,
+                    namespace,
+                    body,
+                    kind="Pod",
+                    _request_timeout=self._timeout(deadline, "create"),
                 )
+                pod_uid = answers.section(created, "metadata").get("uid") or ""
+                if not pod_uid:
+                    raise answers.MalformedAnswer("the API server's answer to the Pod's create has no uid")
                 log.info("provider=%s op=create id=%s pod created", self.name, provider_id)
             except sdk.ApiException as exc:
                 if not _already_exists(exc):
@@ -232,21 +246,22 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         provider_id,
                         "Pod %s exists and belongs to uid %r, not %s" % (provider_id, owner_uid, req.uid),
                     ) from None
-                if self._instance(pod).state in (contract.STOPPED, contract.TERMINATED):
+                if self._model_instance(pod, deadline).state in (contract.STOPPED, contract.TERMINATED):
                     pod = self._recreate(core, req, namespace, body, pod, deadline)
                 else:
                     refusal = authlib.volume_refusal(pod, req.auth)
                     if refusal:
                         raise errors.permanent("create", self.name, provider_id, refusal)
                     log.info("provider=%s op=create id=%s adopted the existing pod", self.name, provider_id)
-            self._ensure_config_map(core, req, namespace, pod.metadata.uid, deadline)
+                pod_uid = pod.metadata.uid
+            self._ensure_config_map(core, req, namespace, pod_uid, deadline)
             if req.auth is not None:
                 authlib.ensure(
                     core,
                     req,
                     namespace,
                     self.installation,
-                    pod.metadata.uid,
+                    pod_uid,
                     lambda: self._timeout(deadline, "create"),
                     lambda message: errors.permanent("create", self.name, provider_id, message),
                 )
@@ -281,8 +296,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         except ValueError as exc:
             raise errors.permanent("get", self.name, provider_id, exc) from exc
         try:
-            pod = self._core(deadline).read_namespaced_pod(
-                name, namespace, _request_timeout=self._timeout(deadline, "get")
+            pod = answers.read(
+                self._core(deadline).read_namespaced_pod,
+                name,
+                namespace,
+                kind="Pod",
+                _request_timeout=self._timeout(deadline, "get"),
             )
             return self._instance(pod)
         except Exception as exc:
@@ -373,16 +392,19 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 kwargs = {"label_selector": selector, "limit": LIST_PAGE_SIZE}
                 if token:
                     kwargs["_continue"] = token
-                page = core.list_pod_for_all_namespaces(
-                    _request_timeout=self._timeout(deadline, "list"), **kwargs
+                page = answers.read(
+                    core.list_pod_for_all_namespaces,
+                    kind="PodList",
+                    _request_timeout=self._timeout(deadline, "list"),
+                    **kwargs,
                 )
-                for item in page.items:
+                for item in page.get("items") or ():
                     # The selector did the filtering; check again so a mislabelled answer never
                     # reaches GC.
-                    labels = item.metadata.labels or {}
+                    labels = answers.section(item, "metadata").get("labels") or {}
                     if names.is_managed(labels) and labels.get(names.LABEL_INSTALL) == self.installation:
                         out.append(self._instance(item))
-                token = page.metadata._continue if page.metadata else None
+                token = answers.section(page, "metadata").get("continue")
                 if not token:
                     break
         except Exception as exc:

@@ -1,0 +1,55 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""The API server's answers on the hot paths (create, get, list), read as JSON, not as models.
+
+Why: the client turns each Pod into about forty pydantic models; for a Pod that costs about
+three times parsing its JSON (``bench/kubernetes_answers.py``), and a poll round reads every
+Pod of the installation. ``read`` asks the client for the raw answer (``_preload_content=False``:
+a non-2xx answer is still raised as ``ApiException``, so classify.py sees the same errors) and
+checks its ``kind``: a 200 that is not the object asked for (an HTML page from a proxy in front
+of the API server, a truncated body) is ``MalformedAnswer``, which classify.py retries as
+Transient; it never reads as an instance or as an absence.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+
+class MalformedAnswer(ValueError):
+    """A 2xx answer that is not the JSON object of the kind asked for."""
+
+
+def read(method, *args, kind: str, **kwargs) -> dict:
+    """``method(*args, **kwargs)``'s answer as a dict of ``kind`` (``Pod``, ``PodList``, ...)."""
+    response = method(*args, _preload_content=False, **kwargs)
+    data = response.data
+    try:
+        body = json.loads(data)
+    except (TypeError, ValueError):
+        size = len(data or b"")
+        raise MalformedAnswer(
+            "the API server answered %d bytes that are not JSON where a %s was expected" % (size, kind)
+        ) from None
+    got = body.get("kind") if isinstance(body, dict) else type(body).__name__
+    if got != kind:
+        raise MalformedAnswer("the API server answered a %r where a %s was expected" % (got, kind))
+    return body
+
+
+def section(body: dict, key: str) -> dict:
+    """``body[key]`` when it is an object, else ``{}`` (absent or null in the answer)."""
+    value = body.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def timestamp(value) -> datetime.datetime | None:
+    """An RFC 3339 time as the API server writes it (``2026-12-01T23:51:01Z``), else ``None``."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
