@@ -58,7 +58,10 @@ KWOK_TIMING = [
 def kwok_plane(workdir: str, max_pods: int) -> tuple:
     """(plane, admin client): the test control plane started with kwok sized for ``max_pods``,
     the shipped CRDs and RBAC installed; the caller stops the plane."""
-    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=max_pods, pod_cidr_prefix=20)
+    # A loopback range with an address for every Pod (kwok draws Pod IPs from it): /20 up to
+    # 4094 Pods, /17 for 10,000 and their replacements.
+    prefix = max(16, min(20, 32 - (max_pods + 2).bit_length()))
+    plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=max_pods, pod_cidr_prefix=prefix)
     plane.start()
     try:
         admin = kube_testlib.api_client(plane.kubeconfig)

@@ -297,6 +297,13 @@ class ControlPlane:
             raise
         return self
 
+    def _node_size(self) -> dict:
+        """The simulated node's resources: room for ``max_pods`` Pods of 10m CPU and 16Mi each
+        (the benches' size) beyond a floor of 32 CPUs and 256Gi; a fixed 32 CPUs held 3200."""
+        cpu = max(32, -(-self.max_pods // 100))
+        memory_gi = max(256, -(-self.max_pods // 64))
+        return {"cpu": str(cpu), "memory": "%dGi" % memory_gi, "pods": str(self.max_pods)}
+
     def _start(self, t0: float) -> None:
         pki_dir = os.path.join(self.dir, "pki")
         os.makedirs(pki_dir, exist_ok=True)
@@ -385,10 +392,7 @@ class ControlPlane:
                     },
                 },
                 "spec": {"podCIDR": self.pod_cidr, "podCIDRs": [self.pod_cidr]},
-                "status": {
-                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": str(self.max_pods)},
-                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": str(self.max_pods)},
-                },
+                "status": {"allocatable": self._node_size(), "capacity": self._node_size()},
             },
         )
 
