@@ -113,7 +113,7 @@ def probed_through_link(env, scenario) -> Outcome:
         take(r)  # what the reconciler would have taken by now
         with scenario.inject(env) as injected:
             outcome.faults = injected
-            for _ in range(ROUNDS):
+            for _round in range(ROUNDS):
                 bounded_round(r, outcome)
             obj = r.proxy(probed.name)
             outcome.check(_conditions_ok(obj, want, unhealthy))
