@@ -4,6 +4,11 @@ The matrix session (tests/faults, `make faults`) writes tests/output/fault-matri
 replaces the text between the two TABLE markers of docs/reliability.md with one row per
 scenario, one column per provider, each cell pass/FAIL with the measured recovery time, and the
 totals. `--check` only says whether the document is current.
+
+`--merge RUN.json` first folds a run of a few cells (`pytest tests/faults -k ...`) into the
+results file: its cells replace the same cells there and new ones are added after them, and the
+totals then name both sessions' durations. The results file is rewritten with the merge, so a
+later `--check` reads what the document was rendered from.
 """
 
 from __future__ import annotations
@@ -28,6 +33,29 @@ def cell(outcome: dict | None) -> str:
     return ("pass" if outcome["passed"] else "**FAIL**") + timing
 
 
+def merge(base: dict, run: dict) -> dict:
+    """``base`` with ``run``'s cells replacing (or added after) its own."""
+    fresh = {(o["scenario"], o["column"]): o for o in run["outcomes"]}
+    outcomes = [fresh.pop((o["scenario"], o["column"]), o) for o in base["outcomes"]]
+    outcomes += [o for o in run["outcomes"] if (o["scenario"], o["column"]) in fresh]
+    sessions = base.get("sessions") or [base["seconds"]]
+    return {
+        "seconds": round(sum(sessions) + run["seconds"], 1),
+        "sessions": [*sessions, run["seconds"]],
+        "outcomes": outcomes,
+    }
+
+
+def _took(data: dict) -> str:
+    sessions = data.get("sessions")
+    if not sessions:
+        return "the session took %.0f s" % data["seconds"]
+    return "merged from %d sessions, which took %s" % (
+        len(sessions),
+        " and ".join("%.0f s" % s for s in sessions),
+    )
+
+
 def render(data: dict) -> str:
     outcomes = data["outcomes"]
     by_cell = {(o["scenario"], o["column"]): o for o in outcomes}
@@ -47,14 +75,14 @@ def render(data: dict) -> str:
     lines += [
         "",
         "Totals: %d scenarios, %d cells run, %d faults injected, %d invariant checks, %d failures;"
-        " the session took %.0f s."
+        " %s."
         % (
             len(scenarios),
             len(outcomes),
             sum(o["faults"] for o in outcomes),
             sum(o["invariants"] for o in outcomes),
             len(failures),
-            data["seconds"],
+            _took(data),
         ),
     ]
     for o in failures:
@@ -66,9 +94,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=RESULTS)
     parser.add_argument("--check", action="store_true", help="fail when docs/reliability.md is not current")
+    parser.add_argument("--merge", help="a results file of a few cells to fold into --results first")
     args = parser.parse_args()
     with open(args.results, encoding="utf-8") as handle:
-        table = render(json.load(handle))
+        data = json.load(handle)
+    if args.merge and not args.check:
+        with open(args.merge, encoding="utf-8") as handle:
+            data = merge(data, json.load(handle))
+        with open(args.results + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        os.replace(args.results + ".tmp", args.results)
+    table = render(data)
     with open(DOC, encoding="utf-8") as handle:
         text = handle.read()
     head, _sep, rest = text.partition(BEGIN)

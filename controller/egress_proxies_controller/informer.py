@@ -8,6 +8,9 @@ version is too old). ``synced`` is set after the first full list: nothing that n
 view (GC's live UIDs) may read the cache before that.
 Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
 finalizers; our own status writes do not, so a status write never triggers another reconcile.
+A Proxy whose last finalizer the controller removed is gone for good: its uid is remembered, and
+a watch that lags behind (resumed from an older version) cannot cache it again from its earlier
+events, which would have been planned as a live Proxy whose instance is missing.
 
 The cache holds objects trimmed of what no reconcile reads (``trimmed``): ``managedFields``
 (server-side apply bookkeeping, often larger than the spec) and kubectl's
@@ -17,6 +20,7 @@ included); inline cloud-init itself is kept as its digest (``spec.trim_inline_cl
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 
@@ -34,6 +38,9 @@ def key_of(obj: dict) -> str:
 
 
 PAGE_SIZE = 500
+#: uids of Proxies whose last finalizer we removed, kept so a late watch event cannot bring one
+#: back (a uid is never reused; the oldest are forgotten past this many)
+GONE_UIDS_KEPT = 10000
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -75,6 +82,7 @@ class Informer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watch = None
+        self._gone = collections.OrderedDict()  # uid -> None: deleted by our finalizer removal
         self.relists = 0
         self.list_pages = 0  # pages fetched by every list so far (a figure for the benchmarks)
 
@@ -103,6 +111,11 @@ class Informer:
                 # DELETED event may have come first), so it must not come back as a ghost.
                 if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
                     del self._cache[key]
+                # A watch behind our own writes still has this object's earlier events to deliver
+                # (a status write from before the deletion): none of them may cache it again.
+                self._gone[meta.get("uid")] = None
+                while len(self._gone) > GONE_UIDS_KEPT:
+                    self._gone.popitem(last=False)
                 return
             if _newer_or_other(obj, current):
                 self._cache[key] = obj
@@ -204,6 +217,8 @@ class Informer:
             key = key_of(obj)
             with self._lock:
                 old = self._cache.get(key)
+                if kind != "DELETED" and (obj.get("metadata") or {}).get("uid") in self._gone:
+                    continue  # a late event of an object already gone (store)
                 if kind == "DELETED":
                     self._cache.pop(key, None)
                 elif _newer_or_other(obj, old):

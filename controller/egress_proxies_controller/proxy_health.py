@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import dataclasses
-import http.client
 import logging
 import socket
 import time
@@ -30,6 +29,8 @@ log = logging.getLogger("egress_proxies_controller.proxy_health")
 COND_HEALTHY = api.COND_HEALTHY
 REASON_AUTH_REQUIRED = "ProxyAuthRequired"
 REASON_AUTH_NOT_ENFORCED = "AuthNotEnforced"
+#: bytes read for the status line before the answer counts as malformed
+MAX_STATUS_LINE = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +48,12 @@ def basic_header(credentials: dict) -> str:
 
 def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str = "") -> ProbeResult:
     """TCP connect, then (with ``url``) one GET through the proxy, sending ``authorization`` as
-    ``Proxy-Authorization`` when given; never raises, and never puts the header in a message."""
+    ``Proxy-Authorization`` when given; never raises, and never puts the header in a message.
+
+    ``timeout`` bounds the whole probe, not each socket operation: a link that drips its answer
+    a byte at a time would otherwise hold a probe (and its round) for minutes."""
     started = time.monotonic()
+    deadline = started + timeout
     try:
         with socket.create_connection((ip, port), timeout=timeout):
             pass
@@ -69,7 +74,7 @@ def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str 
     except OSError as exc:
         return ProbeResult(False, "Unreachable", "%s:%d: %s" % (ip, port, exc), time.monotonic() - started)
     if url:
-        status = _get(ip, port, timeout, url, authorization, started)
+        status = _get(ip, port, deadline, url, authorization, started)
         if isinstance(status, ProbeResult):
             return status
         if status == 407:
@@ -90,7 +95,7 @@ def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str 
         if authorization:
             # Auth must be enforced, not only accepted: a proxy whose configuration ignored it
             # (a guest's own Squid rules, docs/auth.md) would serve anyone in its ranges.
-            bare = _get(ip, port, timeout, url, "", started)
+            bare = _get(ip, port, deadline, url, "", started)
             if isinstance(bare, ProbeResult):
                 return bare
             if bare != 407:
@@ -106,30 +111,57 @@ def probe(ip: str, port: int, timeout: float, url: str = "", authorization: str 
     )
 
 
-def _get(ip: str, port: int, timeout: float, url: str, authorization: str, started: float):
-    """The status of one GET of ``url`` through the proxy, or the unhealthy ProbeResult of a
-    failure to get one."""
+def _request(url: str, authorization: str) -> bytes:
     host = urllib.parse.urlsplit(url).netloc
-    conn = http.client.HTTPConnection(ip, port, timeout=timeout)
+    lines = ["GET %s HTTP/1.1" % url, "Host: %s" % host, "User-Agent: egress-proxies-probe"]
+    if authorization:
+        lines.append("Proxy-Authorization: %s" % authorization)
+    lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _status_line(sock: socket.socket, deadline: float) -> bytes:
+    """The answer's first line, each read given only what is left of ``deadline``."""
+    data = b""
+    while b"\r\n" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        sock.settimeout(left)
+        chunk = sock.recv(MAX_STATUS_LINE)
+        if not chunk:
+            raise ConnectionError("connection closed before a status line")
+        data += chunk
+        if len(data) > MAX_STATUS_LINE and b"\r\n" not in data:
+            raise ValueError("no status line in the first %d bytes" % MAX_STATUS_LINE)
+    return data.split(b"\r\n", 1)[0]
+
+
+def _get(ip: str, port: int, deadline: float, url: str, authorization: str, started: float):
+    """The status of one GET of ``url`` through the proxy (only its status line is read), or
+    the unhealthy ProbeResult of a failure to get one by ``deadline``."""
     try:
-        headers = {"Host": host, "User-Agent": "egress-proxies-probe"}
-        if authorization:
-            headers["Proxy-Authorization"] = authorization
-        conn.request("GET", url, headers=headers)
-        return conn.getresponse().status
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        with socket.create_connection((ip, port), timeout=left) as sock:
+            sock.sendall(_request(url, authorization))
+            line = _status_line(sock, deadline)
+        parts = line.split()
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+            raise ValueError("not an HTTP status line: %r" % line[:80])
+        return int(parts[1])
     except TimeoutError:
         return ProbeResult(
             False, "Timeout", "GET %s through the proxy timed out" % url, time.monotonic() - started
         )
-    except (OSError, http.client.HTTPException) as exc:
+    except (OSError, ValueError) as exc:
         return ProbeResult(
             False,
             "ProxyError",
             "GET %s through the proxy failed: %s" % (url, exc),
             time.monotonic() - started,
         )
-    finally:
-        conn.close()
 
 
 def with_health(status: dict, result: ProbeResult, generation: int, now: str) -> dict:

@@ -4,6 +4,7 @@ the test hypervisor over sshd, real Squid), and the results file written at sess
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -98,10 +99,14 @@ def controller_target(kube_cluster, kube_admin, tmp_path_factory, toxiproxy):
     env.cluster = kube_cluster
     env.api_link = toxiproxy.api.create("ctl-api-" + _tag(), kube_cluster.server.split("//", 1)[1])
     env.link_kubeconfig = _through(env.kubeconfig, env.api_link)
+    # for the health-link cells (faults/health_rig.py), built on their first use
+    env.toxiproxy, env.toxiproxy_log, env.tmp_factory = toxiproxy.api, toxiproxy.log_text, tmp_path_factory
+    env.health_rig, env.exits = None, contextlib.ExitStack()
     try:
         yield env
     finally:
         try:
+            env.exits.close()
             env.cleanup()
         finally:
             kube_testlib.delete_namespace(kube_admin, namespace)

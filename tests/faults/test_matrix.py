@@ -16,6 +16,7 @@ from faults.scenarios_controller_leader import SCENARIOS as CONTROLLER_LEADER
 from faults.scenarios_controller_link import SCENARIOS as CONTROLLER_LINK
 from faults.scenarios_controller_ops import SCENARIOS as CONTROLLER_OPS
 from faults.scenarios_crashes import SCENARIOS as CRASHES
+from faults.scenarios_health_link import SCENARIOS as HEALTH_LINK
 from faults.scenarios_local import SCENARIOS as LOCAL
 from faults.scenarios_network import SCENARIOS as NETWORK
 from faults.scenarios_operations import SCENARIOS as OPERATIONS
@@ -31,6 +32,7 @@ ALL = (
     + RESTARTS
     + CONTROLLER
     + CONTROLLER_LINK
+    + HEALTH_LINK
     + CONTROLLER_OPS
     + CONTROLLER_LEADER
 )

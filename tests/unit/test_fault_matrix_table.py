@@ -43,3 +43,17 @@ def test_rows_columns_cells_and_totals():
     assert "| `lock` | the lock fault | pass 0.50 s | — | — |" in lines
     assert "Totals: 2 scenarios, 3 cells run, 6 faults injected, 18 invariant checks, 1 failures" in text
     assert "- FAIL `net-down` on libvirt: uid u has 2 instances" in text
+
+
+def test_a_run_of_a_few_cells_merges_into_the_full_run():
+    full = {"seconds": 100.0, "outcomes": [outcome("net-down", "gcp", False), outcome("lock", "local")]}
+    few = {"seconds": 7.0, "outcomes": [outcome("net-down", "gcp", True, 0.25), outcome("new", "controller")]}
+    merged = table.merge(full, few)
+    assert [(o["scenario"], o["column"], o["passed"]) for o in merged["outcomes"]] == [
+        ("net-down", "gcp", True),
+        ("lock", "local", True),
+        ("new", "controller", True),
+    ]
+    text = table.render(table.merge(merged, {"seconds": 3.0, "outcomes": [outcome("lock", "local")]}))
+    assert "3 cells run" in text and "0 failures" in text
+    assert "merged from 3 sessions, which took 100 s and 7 s and 3 s" in text
