@@ -330,7 +330,7 @@ instance:
       description:
         - On some failures, why, for a caller that acts on it. C(CredentialsFixedAtCreation) when
           the instance's credentials were fixed at its creation (C(gcp), C(kvm), C(kvm2)) and other ones
-          were asked for: only a new instance can have them (the controller then replaces it).
+          were asked for; only a new instance can have them (the controller then replaces it).
       type: str
       returned: on such a failure
       sample: CredentialsFixedAtCreation
