@@ -20,6 +20,14 @@ COND_PROVIDER_REACHABLE = "ProviderReachable"
 COND_CREDENTIALS = "CredentialsApplied"  # only on a Proxy with spec.auth
 
 REASON_SECRET_UNAVAILABLE = "SecretUnavailable"
+# The module's reason for a Permanent create/poll whose credentials only a new instance can have
+# (errors.REASON_CREDENTIALS_FIXED): the controller replaces the instance instead of latching.
+REASON_CREDENTIALS_FIXED = "CredentialsFixedAtCreation"
+REASON_CREDENTIALS_CHANGED = "CredentialsChanged"
+# status.specHash while such a replacement is under way: no spec hashes to it, so every plan
+# replaces (deletes the old instance, then creates) until the new instance's create records its
+# real hash. Kept in status, so a controller restarted mid-way goes on replacing.
+SPEC_HASH_CREDENTIALS_CHANGED = "credentials-changed"
 
 REASON_PROVIDER_NOT_CONFIGURED = "ProviderNotConfigured"
 REASON_OLD_PROVIDER_NOT_CONFIGURED = "OldProviderNotConfigured"

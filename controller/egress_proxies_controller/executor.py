@@ -476,6 +476,7 @@ class Executor:
                     error_class=item.get("error_class") or TRANSIENT,
                     message=item.get("msg", ""),
                     instance=item,
+                    reason=item.get("reason") or "",
                 )
             else:
                 answers[key] = Answer(ok=True, instance=item)

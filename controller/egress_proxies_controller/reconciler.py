@@ -25,7 +25,11 @@ Guarantees:
   the skip-cleanup annotation releases a Proxy whose cleanup keeps failing;
 * with ``spec.auth`` the running poll is a create (present) carrying the Secret's credentials, so
   a rotated Secret is applied in place; a Secret that cannot be used is CredentialsApplied=False
-  (SecretUnavailable), retried, never latched, and never lets an instance be created open.
+  (SecretUnavailable), retried, never latched, and never lets an instance be created open;
+* a provider whose credentials are fixed at creation (gcp, kvm) answers a rotated Secret's poll
+  Permanent with reason CredentialsFixedAtCreation: that is not latched but replaces the instance
+  the way a spec change does (status.specHash set to a value no spec has, so the replacement
+  survives a restart; deleted first, created once gone).
 """
 
 from __future__ import annotations
@@ -206,6 +210,11 @@ class Reconciler:
         gen = self._generation(proxy, action)
         if answer.reason == api.REASON_SECRET_UNAVAILABLE:
             return self._secret_unavailable(proxy, answer, gen, ready=False)
+        found = (answer.instance or {}).get("id") or ""
+        if answer.error_class == PERMANENT and answer.reason == api.REASON_CREDENTIALS_FIXED and found:
+            # An instance of this Proxy already exists with other credentials (created before a
+            # crash, the Secret changed since): recorded, then replaced, never latched nor leaked.
+            return self._replace_for_credentials(proxy, action, gen, found)
         if not answer.ok:
             if answer.error_class == NOT_FOUND:  # NotFound inside create means "try again"
                 answer = Answer(ok=False, error_class=TRANSIENT, message=answer.message)
@@ -251,6 +260,8 @@ class Reconciler:
                 requeue_after=self.settings.requeue_now,
                 events=[("Warning", "InstanceLost", "%s not found; creating it again" % action.provider_id)],
             )
+        if answer.error_class == PERMANENT and answer.reason == api.REASON_CREDENTIALS_FIXED:
+            return self._replace_for_credentials(proxy, action, gen)
         if answer.error_class in (QUOTA, PERMANENT):
             return self._failed(proxy, answer, "GetFailed", gen)
         # A slow or failed read says nothing about the proxy: Ready stays what it was.
@@ -266,6 +277,34 @@ class Reconciler:
         )
         status["observedGeneration"] = gen
         return Step(status=status, backoff=True)
+
+    def _replace_for_credentials(self, proxy, action, gen: int, provider_id: str = "") -> Step:
+        """The Secret's content changed and the instance cannot take it in place: mark the
+        replacement in status (the next plan deletes, then creates with the new credentials).
+        ``provider_id``: an instance a create found (made before a crash, with the old ones)."""
+        provider_id = provider_id or action.provider_id
+        message = (
+            "the credentials of Secret %s changed and provider %s fixes them at creation: "
+            "replacing %s" % (proxy.spec.auth_secret, action.provider, provider_id)
+        )
+        status = self._with_ready(proxy, False, "Replacing", message, gen)
+        status.update(
+            providerID=provider_id, provider=action.provider, specHash=api.SPEC_HASH_CREDENTIALS_CHANGED
+        )
+        status["conditions"] = conditions.set_condition(
+            status["conditions"],
+            api.COND_CREDENTIALS,
+            False,
+            api.REASON_CREDENTIALS_CHANGED,
+            message,
+            gen,
+            self._now(),
+        )
+        return Step(
+            status=status,
+            requeue_after=self.settings.requeue_now,
+            events=[("Normal", api.REASON_CREDENTIALS_CHANGED, message)],
+        )
 
     def _after_recycle(self, proxy, action, answer) -> Step:
         gen = self._generation(proxy, action)
@@ -288,21 +327,23 @@ class Reconciler:
         gen = self._generation(proxy, action)
         if not answer.ok and not _gone(answer):
             return self._failed(proxy, answer, "DeleteFailed", gen)
+        why = (
+            "credentials changed"
+            if proxy.status.get("specHash") == api.SPEC_HASH_CREDENTIALS_CHANGED
+            else "spec changed"
+        )
         events = self._on_transition(
             proxy,
             "Replacing",
-            (
-                "Normal",
-                "Replacing",
-                "spec changed: replacing %s on %s" % (action.provider_id, action.provider),
-            ),
+            ("Normal", "Replacing", "%s: replacing %s on %s" % (why, action.provider_id, action.provider)),
         )
         if _gone(answer):  # only now is the name free (and the old provider rid of it)
             status = self._forget_instance(
                 proxy, "old instance gone; creating the replacement", gen, "Replacing"
             )
             return Step(status=status, requeue_after=self.settings.requeue_now, events=events)
-        message = "spec changed: deleting %s on %s before creating its replacement" % (
+        message = "%s: deleting %s on %s before creating its replacement" % (
+            why,
             action.provider_id,
             action.provider,
         )

@@ -20,6 +20,11 @@ CLASSES = (NOT_FOUND, QUOTA_EXCEEDED, TRANSIENT, PERMANENT)
 
 OPS = ("create", "get", "delete", "list", "check", "sync_auth")
 
+# A Permanent error's ``reason`` when only a new instance can have the requested credentials (a
+# VM's are fixed at creation): the module returns it, and the controller replaces the instance
+# instead of latching.
+REASON_CREDENTIALS_FIXED = "CredentialsFixedAtCreation"
+
 
 class ProviderError(Exception):
     """One classified failure of one provider operation."""
@@ -32,6 +37,7 @@ class ProviderError(Exception):
         self.provider_name = provider_name
         self.provider_id = provider_id
         self.cause = cause
+        self.reason = ""  # machine-readable why, for the callers that act on it (REASON_*)
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -79,6 +85,13 @@ def not_found(op, provider_name, provider_id, cause) -> ProviderError:
 
 def permanent(op, provider_name, provider_id, cause) -> ProviderError:
     return wrap(PERMANENT, op, provider_name, provider_id, cause)
+
+
+def credentials_fixed(op, provider_name, provider_id, cause) -> ProviderError:
+    """Permanent: the instance's credentials were fixed at its creation; replace it to change them."""
+    err = wrap(PERMANENT, op, provider_name, provider_id, cause)
+    err.reason = REASON_CREDENTIALS_FIXED
+    return err
 
 
 def transient(op, provider_name, provider_id, cause) -> ProviderError:

@@ -56,7 +56,7 @@ def _result(item: Item, changed: bool, instance=None, provider_id: str = "", sta
 
 def failure(item: Item, exc: Exception, provider_id: str = "") -> dict:
     """The result of an item whose provider call failed (the id is kept when one is known)."""
-    return {
+    result = {
         "id": provider_id or item.id,
         "name": item.name,
         "uid": item.uid,
@@ -67,6 +67,9 @@ def failure(item: Item, exc: Exception, provider_id: str = "") -> dict:
         "error_class": errors.class_of(exc),
         "msg": "%s%s" % (item.where + ": " if item.where else "", exc),
     }
+    if getattr(exc, "reason", ""):
+        result["reason"] = exc.reason
+    return result
 
 
 def _invalid(item: InvalidItem) -> dict:

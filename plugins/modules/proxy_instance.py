@@ -110,15 +110,15 @@ options:
   auth:
     description:
       - Basic authentication for the proxy, on top of the provider's allowed source ranges (a
-        client outside them is refused whatever it sends). Supported by the C(local),
-        C(kubernetes) and C(gcp) providers (C(gcp) adds its own cloud-init part beside
-        O(cloud_init), which it then requires); C(kvm) and C(kvm2) refuse it before anything is
-        touched (docs/auth.md).
+        client outside them is refused whatever it sends). Supported by every provider;
+        C(gcp), C(kvm) and C(kvm2) add their own cloud-init part beside O(cloud_init) (in the
+        VM's user-data, or the NoCloud seed's), which they then require (docs/auth.md).
       - Only a salted SHA-512 crypt hash reaches the instance (Squid's C(basic_ncsa_auth) checks
         it); the password is never logged nor returned.
       - On an existing instance the credentials are rotated in place (C(changed=true)); the
         C(kubernetes) provider cannot add them to a Pod created without them, and a C(gcp) VM's
-        are fixed at creation (other credentials fail, saying to replace the instance).
+        and a C(kvm)/C(kvm2) domain's are fixed at creation (other credentials fail, saying to
+        replace the instance, with RV(instance.reason=CredentialsFixedAtCreation)).
         Omitting O(auth) leaves an existing instance's credentials as they are; to remove them,
         replace the instance. A client gets C(407) without valid credentials.
     type: dict
@@ -326,6 +326,14 @@ instance:
       description: Whether this instance failed (the task then fails too).
       type: bool
       sample: false
+    reason:
+      description:
+        - On some failures, why, for a caller that acts on it. C(CredentialsFixedAtCreation) when
+          the instance's credentials were fixed at its creation (C(gcp), C(kvm), C(kvm2)) and other ones
+          were asked for; only a new instance can have them (the controller then replaces it).
+      type: str
+      returned: on such a failure
+      sample: CredentialsFixedAtCreation
 results:
   description: One entry per item of O(instances), in order.
   returned: when O(instances) is used

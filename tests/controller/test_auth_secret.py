@@ -158,3 +158,67 @@ def test_missing_secret_on_poll_keeps_ready():
     step = r.apply(p, r.plan(p).action, answer)
     assert cond(step.status, api.COND_READY)["status"] == "True"
     assert cond(step.status, api.COND_CREDENTIALS)["status"] == "False"
+
+
+def test_credentials_fixed_at_creation_replace_the_instance_instead_of_latching():
+    """A rotated Secret on a provider that fixes credentials at creation (gcp, kvm): the poll's
+    Permanent CredentialsFixedAtCreation marks a replacement in status; the next plans delete the
+    old instance on the provider that made it, and create only once it is gone."""
+    r, p = _r(), _authed(conditions=[{"type": api.COND_READY, "status": "True", "reason": "Running"}])
+    action = r.plan(p).action
+    answer = Answer(
+        ok=False,
+        error_class="permanent",
+        message="local sync_auth local/x: permanent: the VM was created with other credentials",
+        reason=api.REASON_CREDENTIALS_FIXED,
+    )
+    step = r.apply(p, action, answer)
+    assert not [
+        c for c in step.status["conditions"] if c["type"] == api.COND_PERMANENT and c["status"] == "True"
+    ]
+    assert cond(step.status, api.COND_READY)["reason"] == "Replacing"
+    assert cond(step.status, api.COND_CREDENTIALS)["reason"] == api.REASON_CREDENTIALS_CHANGED
+    assert [e[1] for e in step.events] == [api.REASON_CREDENTIALS_CHANGED]
+    assert "creds" in step.events[0][2] and step.requeue_after == SETTINGS.requeue_now
+    marked = proxy(spec__auth={"secretRef": {"name": "creds"}}, status=step.status)
+    delete = r.plan(marked).action
+    assert (delete.op, delete.phase, delete.provider_id) == ("delete", "replace", step.status["providerID"])
+    deleting = r.apply(marked, delete, Answer(ok=True, instance=dict(instance("Running", "127.77.0.1"))))
+    assert (
+        deleting.status["providerID"]
+        and "credentials changed" in cond(deleting.status, api.COND_READY)["message"]
+    )
+    assert deleting.events == []  # Ready already says Replacing: one Event for the transition
+    gone = r.apply(marked, delete, Answer(ok=False, error_class="not_found", message="gone"))
+    fresh = proxy(spec__auth={"secretRef": {"name": "creds"}}, status=gone.status)
+    create = r.plan(fresh).action
+    assert (create.op, create.phase) == (CREATE, "create")
+    made = r.apply(fresh, create, Answer(ok=True, instance=dict(instance("Running", "127.77.0.1"))))
+    assert made.status["specHash"] == fresh.spec.hash()  # the replacement is over
+    assert (
+        r.plan(proxy(spec__auth={"secretRef": {"name": "creds"}}, status=made.status)).action.phase
+        == PHASE_POLL
+    )
+    other = r.apply(p, action, Answer(ok=False, error_class="permanent", message="something else"))
+    assert cond(other.status, api.COND_PERMANENT)["status"] == "True"  # any other Permanent still latches
+
+
+def test_a_create_that_finds_the_instance_with_other_credentials_records_and_replaces_it():
+    """A create found this Proxy's instance (made before a crash) with other credentials: its id
+    is recorded and it is replaced, never latched and never left behind."""
+    r = _r()
+    p = proxy(spec__auth={"secretRef": {"name": "creds"}})
+    action = r.plan(p).action
+    found = "hosts/h1/domains/%s" % action.name
+    answer = Answer(
+        ok=False,
+        error_class="permanent",
+        message="hv create %s: permanent: the domain was created with other credentials" % found,
+        instance={"id": found, "failed": True, "reason": api.REASON_CREDENTIALS_FIXED},
+        reason=api.REASON_CREDENTIALS_FIXED,
+    )
+    step = r.apply(p, action, answer)
+    assert (step.status["providerID"], step.status["provider"]) == (found, action.provider)
+    assert cond(step.status, api.COND_READY)["reason"] == "Replacing"
+    delete = r.plan(proxy(spec__auth={"secretRef": {"name": "creds"}}, status=step.status)).action
+    assert (delete.op, delete.phase, delete.provider_id) == ("delete", "replace", found)

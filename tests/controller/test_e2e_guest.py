@@ -35,10 +35,8 @@ guest_network = fixtures.guest_network
 guest_backend = fixtures.guest_backend
 
 
-def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
-    controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend
-):
-    network = guest_backend.network
+def _controller(controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend):
+    """The controller on the kvm2 provider of the guest harness, probing through the guest."""
     kubeconfig = e2e_lib.service_account_kubeconfig(
         controller_api, kube_cluster, str(tmp_path / "kubeconfig")
     )
@@ -50,8 +48,23 @@ def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
         str(tmp_path), kubeconfig, providers, kube_namespace, "lease-" + kube_namespace
     )
     controller.start(
-        extra_args=["--probe-url", network.marker_url, "--probe-interval", "2", "--probe-timeout", "5"]
+        extra_args=[
+            "--probe-url",
+            guest_backend.network.marker_url,
+            "--probe-interval",
+            "2",
+            "--probe-timeout",
+            "5",
+        ]
     )
+    return controller
+
+
+def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
+    controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend
+):
+    network = guest_backend.network
+    controller = _controller(controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend)
     custom = k8s.CustomObjectsApi(controller_api)
     sentinel = "SENTINEL-%s" % uuid.uuid4().hex
     try:
@@ -95,6 +108,67 @@ def test_real_guest_proxy_becomes_ready_healthy_and_is_deleted(
         assert name not in [d.name() for d in guest_backend.host.direct().listAllDomains(0)]
         assert [v for v in guest_backend.host.volumes() if v.startswith(name + ".")] == []
         assert sentinel not in json.dumps(healthy) and sentinel not in controller.tail(100000)
+    finally:
+        rc = controller.stop()
+    assert rc == 0, controller.tail()
+
+
+def test_a_guest_that_serves_without_credentials_is_auth_not_enforced(
+    controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend
+):
+    """auth on kvm2 with a guest that does not run the collection's part (the test image has no
+    cloud-init nor Squid: its tinyproxy serves anyone): the probe's GET without credentials is
+    served, so the Proxy is Healthy=False AuthNotEnforced and never Ready."""
+    controller = _controller(controller_api, kube_cluster, kube_namespace, tmp_path, guest_backend)
+    custom = k8s.CustomObjectsApi(controller_api)
+    password = "Sentinel-%s" % uuid.uuid4().hex
+    try:
+        controller.wait_ready()
+        secret = {"username": "crawler", "password": password}
+        k8s.CoreV1Api(controller_api).create_namespaced_secret(
+            kube_namespace,
+            {
+                "metadata": {"name": "creds"},
+                "data": {k: base64.b64encode(v.encode()).decode() for k, v in secret.items()},
+            },
+        )
+        spec = {
+            "provider": "hv",
+            "port": fixtures.PROXY_PORT,
+            "placement": {"zone": HOST_NAME, "machineType": "small", "image": "guest"},
+            "cloudInit": {"inline": fixtures.user_data()},
+            "auth": {"secretRef": {"name": "creds"}},
+        }
+        started = time.monotonic()
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, kube_namespace, PLURAL, proxy_body("open", spec)
+        )
+        seen = wait_proxy(
+            custom,
+            kube_namespace,
+            "open",
+            lambda o: o != "gone" and e2e_lib.condition(o, "Healthy").get("reason") == "AuthNotEnforced",
+            "AuthNotEnforced",
+            timeout=300,
+            proc=controller,
+        )
+        print(
+            "controller, real guest with auth: create-to-AuthNotEnforced %.1fs" % (time.monotonic() - started)
+        )
+        assert seen["status"]["state"] == "Running"
+        assert e2e_lib.condition(seen, "Ready")["status"] == "False"
+        assert e2e_lib.condition(seen, "Ready")["reason"] == "Unhealthy"
+        assert password not in json.dumps(seen) and password not in controller.tail(100000)
+        custom.delete_namespaced_custom_object(GROUP, VERSION, kube_namespace, PLURAL, "open")
+        wait_proxy(
+            custom,
+            kube_namespace,
+            "open",
+            lambda o: o == "gone",
+            "open deleted",
+            timeout=120,
+            proc=controller,
+        )
     finally:
         rc = controller.stop()
     assert rc == 0, controller.tail()

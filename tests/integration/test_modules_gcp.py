@@ -405,6 +405,7 @@ def test_auth_results_and_refusals(tmp_path, fake, gcp):
         for name in ("other", "other check"):
             assert run[name]["failed"] is True and run[name]["error_class"] == "permanent", run[name]
             assert "fixed at creation" in run[name]["msg"] and "second" not in run[name]["msg"]
+            assert run[name]["instance"]["reason"] == "CredentialsFixedAtCreation", run[name]
         assert "cloud_init: required with auth on this provider" in run["no cloud-init"]["msg"]
         assert len(fake.log("POST", "/instances$")) == 1  # nothing but the first create was sent
     finally:

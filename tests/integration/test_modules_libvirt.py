@@ -9,14 +9,17 @@ printed, never asserted against a time.
 
 from __future__ import annotations
 
+import io
 import time
 import uuid
 
+import pycdlib
 import pytest
 from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME, LibvirtContractBackend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, names, proxy_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids
 
 from .playbook import run_playbook
 
@@ -293,3 +296,99 @@ def test_check_tells_whether_kvm_guests_can_run(tmp_path, hv):
         assert "domainType: qemu" in target["message"], target
         if target["reason"] == "GuestsFailing":
             assert target["details"]["failingGuests"] == [names.name_from_uid(uid)]
+
+
+def _volume_bytes(host, volume: str) -> bytes:
+    """A volume's content downloaded through libvirt (behind the provider's back)."""
+    conn = host.direct()
+    vol = conn.storagePoolLookupByName(host.pool).storageVolLookupByName(volume)
+    stream = conn.newStream(0)
+    vol.download(stream, 0, 0, 0)
+    chunks = []
+    stream.recvAll(lambda _stream, data, out: out.append(data), chunks)
+    stream.finish()
+    return b"".join(chunks)
+
+
+def _iso_file(image: bytes, name: str) -> str:
+    iso = pycdlib.PyCdlib()
+    iso.open_fp(io.BytesIO(image))
+    try:
+        out = io.BytesIO()
+        iso.get_file_from_iso_fp(out, joliet_path="/" + name)
+        return out.getvalue().decode("utf-8")
+    finally:
+        iso.close()
+
+
+def test_auth_is_in_the_seed_and_fixed_at_creation(tmp_path, hv):
+    """auth on kvm2: the seed's user-data is the user's cloud-init plus the collection's part
+    with the hash only; the same credentials again are unchanged, others (check mode too) and a
+    domain made without auth are Permanent saying to replace it (CredentialsFixedAtCreation); a
+    missing or unusable cloud_init is refused before anything is touched. The password is nowhere:
+    not in the seed, the domain XML, the output or the hypervisor's log."""
+    harness, defaults = hv
+    password, other = "Sentinel-%s" % uuid.uuid4().hex, "Other-%s" % uuid.uuid4().hex
+    mine = "#cloud-config\n# user-mark-%s\n" % uuid.uuid4().hex
+    auth = {"username": "crawler", "password": password}
+    uid, bare, refused = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+    base = {"provider": "hv", "placement": PLACEMENT}
+    tasks = [
+        {"name": "no cloud_init", PI: dict(base, uid=refused, auth=auth), "ignore_errors": True},
+        {
+            "name": "plain text",
+            PI: dict(base, uid=refused, auth=auth, cloud_init="just text"),
+            "ignore_errors": True,
+        },
+        {"name": "create", PI: dict(base, uid=uid, auth=auth, cloud_init=mine)},
+        {"name": "same", PI: dict(base, uid=uid, auth=auth, cloud_init=mine)},
+        {
+            "name": "other, check mode",
+            PI: dict(base, uid=uid, auth=dict(auth, password=other), cloud_init=mine),
+            "check_mode": True,
+            "ignore_errors": True,
+        },
+        {
+            "name": "other",
+            PI: dict(base, uid=uid, auth=dict(auth, password=other), cloud_init=mine),
+            "ignore_errors": True,
+        },
+        {"name": "bare", PI: dict(base, uid=bare, cloud_init=mine)},
+        {
+            "name": "bare with auth",
+            PI: dict(base, uid=bare, auth=auth, cloud_init=mine),
+            "ignore_errors": True,
+        },
+    ]
+    started = time.monotonic()
+    run = run_playbook(tmp_path, tasks, module_defaults=defaults)
+    assert "create" in run.tasks, run.stdout[-3000:]
+    assert run["no cloud_init"]["failed"] and "cloud_init: required with auth" in run["no cloud_init"]["msg"]
+    assert run["plain text"]["failed"] and "cloud_init: with auth it must be" in run["plain text"]["msg"]
+    assert ours(harness.host, names.name_from_uid(refused)) == []  # refused before anything
+    assert run["create"]["changed"] is True and not run["create"].get("failed")
+    assert run["same"]["changed"] is False and not run["same"].get("failed")
+    for task, what in (("other, check mode", "other credentials"), ("other", "other credentials")):
+        assert run[task]["failed"], run[task]
+        assert run[task]["error_class"] == "permanent" and what in run[task]["msg"], run[task]
+        assert "replace the instance" in run[task]["msg"]
+        assert run[task]["instance"]["reason"] == "CredentialsFixedAtCreation", run[task]
+    assert run["bare with auth"]["failed"] and "no authentication" in run["bare with auth"]["msg"]
+
+    name = run["create"]["instance"]["name"]
+    image = _volume_bytes(harness.host, ids.seed_volume(name, "kvm2"))
+    user_data = _iso_file(image, "user-data")
+    assert user_data.count(mine) == 1  # the user's cloud-init, unchanged, as one part
+    line = cloud_init_auth.passwd_of(user_data)
+    assert line.startswith("crawler:$6$")
+    assert proxy_auth.Auth("crawler", password).matches(line)
+    assert not proxy_auth.Auth("crawler", other).matches(line)
+    xml = harness.host.direct().lookupByName(name).XMLDesc(0)
+    assert 'passwd="%s"' % line.strip() in xml  # the marks keep the same line
+    bare_seed = _iso_file(
+        _volume_bytes(harness.host, ids.seed_volume(run["bare"]["instance"]["name"], "kvm2")), "user-data"
+    )
+    assert bare_seed == mine  # no auth asked: the user's cloud-init alone
+    for text in (image.decode("latin-1"), xml, run.stdout, run.stderr, harness.host.read_log()):
+        assert password not in text and other not in text
+    print("kvm2 auth: 8 tasks in %.2fs" % (time.monotonic() - started))

@@ -112,6 +112,8 @@ def test_bad_auth_is_refused_naming_the_field(conf, auth, fragment):
 
 
 def test_a_provider_without_auth_refuses_it_before_anything(tmp_path):
+    """Every built-in type renders auth now (kvm2 in its seed); a type that cannot is refused
+    before anything, and deleting needs no auth."""
     block = {
         "sshKeyFile": "/etc/egress-proxies/kvm/id_ed25519",
         "insecureIgnoreHostKey": True,
@@ -119,7 +121,23 @@ def test_a_provider_without_auth_refuses_it_before_anything(tmp_path):
         "hosts": [{"name": "hv", "address": "127.0.0.1"}],
     }
     cloud = config.parse({"providers": [{"name": "eu", "type": "kvm2", "kvm2": block}]})
+    placement = {"machine_type": "small", "image": "https://images.example/base.qcow2"}
+    (accepted,) = _items(
+        cloud, provider="eu", uid="x", auth=AUTH, cloud_init="#cloud-config\n{}\n", placement=placement
+    )
+    assert accepted.auth is not None
+    with pytest.raises(UsageError, match=r"cloud_init: required with auth"):
+        _items(cloud, provider="eu", uid="x", auth=AUTH, placement=placement)
+
+    built = registry.build(cloud.find("eu"), cloud.installation)
+    built.supports_auth = False  # a type without auth support
+
+    def resolve(_name):
+        return built
+
     with pytest.raises(UsageError, match=r"auth: provider eu \(type kvm2\) cannot render proxy auth"):
-        _items(cloud, provider="eu", uid="x", auth=AUTH)
-    (absent,) = _items(cloud, provider="eu", uid="x", auth=AUTH, state="absent")  # deleting needs no auth
+        items_from_params(_params(provider="eu", uid="x", auth=AUTH), cloud, resolve=resolve)
+    (absent,) = items_from_params(
+        _params(provider="eu", uid="x", auth=AUTH, state="absent"), cloud, resolve=resolve
+    )
     assert absent.state == "absent"

@@ -3,6 +3,7 @@ the connection table (one dial, abandoned calls, other hosts untouched) and the 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import threading
@@ -12,7 +13,7 @@ import pytest
 from fakes.libvirt_fake import FakeHost, err
 from fakes.trickle_server import TrickleServer
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, proxy_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
@@ -716,3 +717,50 @@ def test_an_image_download_that_trickles_is_bounded_by_the_deadline(image_server
         assert not [v for v in hosts["h1"].volumes() if v.startswith("egress-base-")], "nothing half-cached"
     finally:
         slow.close()
+
+
+# -- auth ------------------------------------------------------------------------------------
+
+
+def test_auth_is_fixed_at_creation_and_a_stopped_domain_never_starts_with_other_credentials(
+    image_server, caplog
+):
+    """The marks keep the seed's password file line: the same credentials are unchanged, others
+    (and none at creation) are Permanent CredentialsFixedAtCreation, and a stopped domain asked
+    for other credentials stays stopped; the domain XML's debug log has the line redacted."""
+    provider, _dialer, hosts = make(image_server)
+    auth = proxy_auth.Auth("crawler", "Sentinel-pw")
+    req = dataclasses.replace(request(), auth=auth)
+    provider_id = provider.create(req, dl())
+    line = metadata.parse_element(
+        hosts["h1"].domains[req.name]["metadata"][metadata.namespace("kvm2")]
+    ).passwd
+    assert line.startswith("crawler:$6$") and auth.matches(line)
+    assert provider.sync_auth(provider_id, auth, dl()) is False
+    for other in (proxy_auth.Auth("crawler", "other"), None):
+        with pytest.raises(ProviderError) as caught:
+            provider.sync_auth(provider_id, other, dl(), apply=False)
+        assert caught.value.error_class == errors.PERMANENT
+        assert caught.value.reason == errors.REASON_CREDENTIALS_FIXED
+        assert "other credentials" in str(caught.value) and "replace the instance" in str(caught.value)
+    hosts["h1"].domains[req.name]["state"] = b.DOMAIN_SHUTOFF
+    with pytest.raises(ProviderError) as caught:
+        provider.create(dataclasses.replace(req, auth=proxy_auth.Auth("crawler", "other")), dl())
+    assert caught.value.reason == errors.REASON_CREDENTIALS_FIXED
+    assert hosts["h1"].domains[req.name]["state"] == b.DOMAIN_SHUTOFF
+    bare = request(uid="uid-2")
+    bare_id = provider.create(bare, dl())
+    with pytest.raises(ProviderError, match="no authentication") as caught:
+        provider.sync_auth(bare_id, auth, dl())
+    assert caught.value.reason == errors.REASON_CREDENTIALS_FIXED
+
+
+def test_auth_needs_a_cloud_init_of_an_accepted_kind_before_any_dial(image_server):
+    provider, dialer, _hosts = make(image_server)
+    auth = proxy_auth.Auth("crawler", "Sentinel-pw")
+    for cloud_init, fragment in (("", "cloud_init: required with auth"), ("plain", "cloud_init: with auth")):
+        req = dataclasses.replace(request(cloud_init=cloud_init), auth=auth)
+        assert fragment in provider.check_request(req)
+        with pytest.raises(ProviderError, match=fragment):
+            provider.create(req, dl())
+    assert dialer.dials == []

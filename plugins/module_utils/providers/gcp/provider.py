@@ -326,7 +326,7 @@ class GcpProvider(contract.Provider, contract.Checker):
         if auth is not None and line and auth.matches(line):
             return False
         what = "other credentials" if line else "no authentication"
-        raise errors.permanent(
+        raise errors.credentials_fixed(
             "sync_auth",
             self.name,
             provider_id,

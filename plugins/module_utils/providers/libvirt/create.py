@@ -15,6 +15,11 @@ Order, and why:
    are checked again, bases.py), the seed (always rebuilt: a cut-off
    upload must not be trusted), then DomainDefineXML with the marks element, then start.
 Create returns once the domain is started; readiness (an address) comes from Get.
+
+With ``auth`` the seed's user-data is the request's cloud-init with the collection's part beside
+it (cloud_init_auth: the password's hash, never the password), and the marks element keeps the
+same password file line, so the credentials a domain was made with are known (``sync_auth``,
+``adopt``). The domain XML is logged with that line redacted.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import dataclasses
 import logging
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     bases,
@@ -82,6 +87,8 @@ def plan(config, req: contract.CreateRequest) -> Plan:
             "placement.machine_type %r is not configured (%s)"
             % (req.placement.machine_type, ", ".join(sorted(config.machine_types)))
         )
+    if req.auth is not None and cloud_init_auth.problem(req.cloud_init):
+        raise Permanent(cloud_init_auth.problem(req.cloud_init))
     return Plan(host=host, machine=machine, image=image.resolve(config, req.placement.image))
 
 
@@ -95,7 +102,30 @@ def adopt(conn, type_name: str, req: contract.CreateRequest, deadline) -> None:
         )
     if marks.uid != req.uid:  # an empty UID too: create writes it with the domain, so not ours
         raise Permanent("domain %s belongs to uid %r, not %s" % (req.name, marks.uid, req.uid))
+    if req.auth is not None and not (marks.passwd and req.auth.matches(marks.passwd)):
+        raise CredentialsFixed(fixed_credentials(marks.passwd))  # never started with other credentials
     ensure_running(conn, req.name, deadline)
+
+
+class CredentialsFixed(Permanent):
+    """The domain has other credentials than asked for (or none): only a new domain can change them."""
+
+
+def fixed_credentials(passwd: str) -> str:
+    """Why other credentials cannot be given to an existing domain (``passwd``: the ones it has)."""
+    what = "other credentials" if passwd else "no authentication"
+    return (
+        "the domain was created with %s, and a libvirt domain's credentials are fixed at creation "
+        "(its seed's user-data): replace the instance (state: absent, then present) to change them" % what
+    )
+
+
+def user_data(req: contract.CreateRequest) -> tuple:
+    """The seed's user-data and the password file line it gives the guest (``""``: no auth)."""
+    if req.auth is None:
+        return req.cloud_init, ""
+    passwd = req.auth.passwd_line()
+    return cloud_init_auth.with_auth(req.cloud_init, passwd), passwd
 
 
 def ensure_running(conn, name: str, deadline) -> None:
@@ -184,8 +214,9 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
             )
     seed_name = ids.seed_volume(req.name, type_name)
     vendor = seed.vendor_data(config.vendor_data, config.install_guest_agent)
-    volumes.write(conn, pool, seed_name, seed.build(req.name, req.cloud_init, vendor))
-    xml = xmlbuild.domain_xml(
+    data, passwd = user_data(req)
+    volumes.write(conn, pool, seed_name, seed.build(req.name, data, vendor))
+    fields = dict(
         type_name=type_name,
         name=req.name,
         domain_type=p.host.domain_type,
@@ -200,9 +231,13 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
         installation=provider.installation,
     )
     log.debug(
-        "provider=%s libvirt domain xml host=%s name=%s xml=%s", provider.name, p.host.name, req.name, xml
+        "provider=%s libvirt domain xml host=%s name=%s xml=%s",
+        provider.name,
+        p.host.name,
+        req.name,
+        xmlbuild.domain_xml(**fields, passwd="<redacted>" if passwd else ""),
     )
-    conn.domain_define(xml)
+    conn.domain_define(xmlbuild.domain_xml(**fields, passwd=passwd))
     ensure_running(conn, req.name, deadline)
 
 

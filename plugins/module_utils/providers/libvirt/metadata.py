@@ -8,6 +8,10 @@ domain: a domain of ours never exists unmarked, and ``kvm`` never reads ``kvm2``
 the other way round). Volumes cannot hold metadata, so each instance also has a small marks
 volume with the same facts as JSON, written before its other volumes and deleted after them:
 volumes left without a domain (a crash mid-create, a domain removed by hand) stay findable.
+
+With ``auth`` the element also keeps ``passwd``, the password file line the seed's user-data
+gave the guest (``user:$6$...``, the hash only, never the password): a domain's credentials are
+fixed at creation, and this is how ``sync_auth`` knows them without reading the seed back.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class Marks:
     uid: str
     created_at: datetime.datetime | None
     installation: str
+    passwd: str = ""  # the password file line the guest was given at creation; "": no auth
 
 
 class MarksError(ValueError):
@@ -61,14 +66,25 @@ def parse_time(value):
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
-def element_xml(uid: str, created_at: datetime.datetime, installation: str) -> str:
+def element_xml(uid: str, created_at: datetime.datetime, installation: str, passwd: str = "") -> str:
     """The bare element as libvirt's metadata API takes and returns it (no namespace prefix)."""
     node = ET.Element(ELEMENT)
-    node.set("managed", names.LABEL_MANAGED_VALUE)
-    node.set("uid", uid)
-    node.set("createdAt", format_time(created_at))
-    node.set("installation", installation)
+    for key, value in attributes(uid, created_at, installation, passwd).items():
+        node.set(key, value)
     return ET.tostring(node, encoding="unicode")
+
+
+def attributes(uid: str, created_at: datetime.datetime, installation: str, passwd: str = "") -> dict:
+    """The element's attributes (domain_xml writes the same ones); ``passwd`` only with auth."""
+    attrs = {
+        "managed": names.LABEL_MANAGED_VALUE,
+        "uid": uid,
+        "createdAt": format_time(created_at),
+        "installation": installation,
+    }
+    if passwd:
+        attrs["passwd"] = passwd.rstrip("\n")  # one line; a newline would not survive as an attribute
+    return attrs
 
 
 def parse_element(text: str) -> Marks:
@@ -83,6 +99,7 @@ def parse_element(text: str) -> Marks:
         uid=node.get("uid", ""),
         created_at=parse_time(node.get("createdAt")),
         installation=node.get("installation", ""),
+        passwd=node.get("passwd", ""),
     )
 
 

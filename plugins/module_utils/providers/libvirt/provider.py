@@ -9,7 +9,9 @@ written metadata in the type's own namespace, plus a marks volume per instance; 
 written at create; list fails whole when a host cannot be listed; QuotaExceeded from a pool
 space and host memory precheck; NotFound only for a domain that is gone. Every error is built
 with ``errors.wrap`` and the configured provider name. The per-name lock serialises create and
-delete of one name inside a module run (a batch runs items in threads).
+delete of one name inside a module run (a batch runs items in threads). Authentication is
+delivered in the NoCloud seed's user-data (create.py, cloud_init_auth) and fixed at creation:
+``sync_auth`` compares with the password file line kept in the domain's marks.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
 
 class LibvirtProvider(contract.Provider, contract.Checker):
+    supports_auth = True  # the collection's cloud-init part in the seed's user-data (cloud_init_auth)
+
     def __init__(self, type_name: str, name: str, installation: str, block, dialer=None, budgets=None):
         super().__init__(name, installation)
         self.type_name = type_name
@@ -77,6 +81,8 @@ class LibvirtProvider(contract.Provider, contract.Checker):
     def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
         if isinstance(exc, errors.ProviderError):
             return exc
+        if isinstance(exc, create.CredentialsFixed):
+            return errors.credentials_fixed(op, self.name, provider_id, exc)
         return errors.wrap(classify(op, exc), op, self.name, provider_id, exc)
 
     def _lock(self, key: str) -> threading.Lock:
@@ -235,6 +241,34 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 base,
                 exc,
             )
+
+    def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
+        """A domain's credentials are fixed at creation (its seed's user-data holds their hash,
+        its marks the same line): the same credentials are ``False``; others, or a domain made
+        without auth, are Permanent saying it must be replaced (check mode too: applying would
+        fail the same way)."""
+        host_name, name, host = self._parse("sync_auth", provider_id)
+        if host is None:
+            raise errors.permanent(
+                "sync_auth", self.name, provider_id, "host %r is not in the config" % host_name
+            )
+        try:
+            conn = self.hosts.get(host, deadline)
+            marks = inspect.read_marks(conn, name, self.type_name)
+        except Exception as exc:
+            raise self._fail("sync_auth", provider_id, exc) from exc
+        if marks is None or not marks.managed:
+            raise errors.permanent(
+                "sync_auth",
+                self.name,
+                provider_id,
+                "domain %s has no marks of type %s" % (name, self.type_name),
+            )
+        if auth is not None and marks.passwd and auth.matches(marks.passwd):
+            return False
+        raise self._fail(
+            "sync_auth", provider_id, create.CredentialsFixed(create.fixed_credentials(marks.passwd))
+        )
 
     def list_by_tag(self, deadline) -> list:
         out = []

@@ -44,6 +44,7 @@ def domain_xml(
     uid: str,
     created_at,
     installation: str,
+    passwd: str = "",
 ) -> str:
     dom = ET.Element("domain", {"type": domain_type})
     _sub(dom, "name", name)
@@ -56,10 +57,7 @@ def domain_xml(
     _sub(
         meta,
         "{%s}%s" % (ns, metadata.ELEMENT),
-        managed="true",
-        uid=uid,
-        createdAt=metadata.format_time(created_at),
-        installation=installation,
+        **metadata.attributes(uid, created_at, installation, passwd),
     )
     os_node = _sub(dom, "os", firmware="efi") if firmware == "uefi" else _sub(dom, "os")
     _sub(os_node, "type", "hvm", arch="x86_64")
