@@ -30,11 +30,13 @@ def test_missing_kubeconfig_is_transient_with_the_configured_name(tmp_path):
     """Issue 15: one rule for credential files (credential_files.py): missing is Transient (a
     Secret may still be mounting); a kubeconfig that reads but is broken is Permanent (below)."""
     p = provider(tmp_path)
+    # 30 s, not 5: the first kubeconfig load of a process imports the client's config modules,
+    # which took longer than 5 s on a loaded machine (the answer itself comes at once).
     for op, call in (
-        ("get", lambda: p.get("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(5))),
-        ("delete", lambda: p.delete("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(5))),
-        ("list", lambda: p.list_by_tag(Deadline(5))),
-        ("create", lambda: p.create(contract.CreateRequest(name="proxy-a", uid="u"), Deadline(5))),
+        ("get", lambda: p.get("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(30))),
+        ("delete", lambda: p.delete("crawl/proxy-aaaaaaaaaaaaaaaa", Deadline(30))),
+        ("list", lambda: p.list_by_tag(Deadline(30))),
+        ("create", lambda: p.create(contract.CreateRequest(name="proxy-a", uid="u"), Deadline(30))),
     ):
         err = raised(call)
         assert (err.error_class, err.op, err.provider_name) == (errors.TRANSIENT, op, "k8s-eu"), err
