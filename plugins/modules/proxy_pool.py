@@ -332,7 +332,45 @@ failures:
   returned: always
   type: list
   elements: dict
-  sample: []
+  sample: [{"name": "crawl-3", "id": "", "uid": "pool_crawl_lab_3", "provider": "kvm", "state": "", "changed": false, "failed": true,
+    "error_class": "quota_exceeded", "msg": "crawl-3: create kvm crawl-3: quota exceeded"}]
+  contains:
+    name:
+      description: Member name.
+      type: str
+      sample: crawl-3
+    id:
+      description: Provider id, when one is known.
+      type: str
+      sample: ""
+    uid:
+      description: The member's uid.
+      type: str
+      sample: pool_crawl_lab_3
+    provider:
+      description: Configured provider name.
+      type: str
+      sample: kvm
+    state:
+      description: Empty, or the last state read (C(Provisioning), C(Running), C(Stopped), C(Terminated)) when a wait ran out.
+      type: str
+      sample: ""
+    changed:
+      description: Whether the member was changed before the failure (a create submitted, then failed reading back).
+      type: bool
+      sample: false
+    failed:
+      description: Always true.
+      type: bool
+      sample: true
+    error_class:
+      description: C(not_found), C(quota_exceeded), C(transient) or C(permanent).
+      type: str
+      sample: quota_exceeded
+    msg:
+      description: What failed, starting with the member's name.
+      type: str
+      sample: "crawl-3: create kvm crawl-3: quota exceeded"
 error_class:
   description: Class of the failure, C(not_found), C(quota_exceeded), C(transient) (safe to retry) or C(permanent).
   returned: failure
