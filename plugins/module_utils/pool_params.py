@@ -119,7 +119,7 @@ def _targets(params: dict, raw: dict, config, problems: list) -> list:
         if target is not None:
             targets.append((index, target))
     problems.extend(_repeats(targets))
-    return [t for _, t in targets]
+    return [target for _index, target in targets]
 
 
 def _target(index: int, raw: dict, converted: dict, config, problems: list):

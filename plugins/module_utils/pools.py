@@ -41,10 +41,10 @@ def list_members(pm, spec, timeout: float, concurrency: int) -> list:
         return pool_members.members_of(spec.pool, name, pm.provider(name).list_by_tag(Deadline(timeout)))
 
     outcomes = batch.run(providers, lambda n: (None, one(n)), lambda n, exc: (exc, []), concurrency)
-    for exc, _ in outcomes:
+    for exc, _found in outcomes:
         if exc is not None:
             raise exc if isinstance(exc, errors.ProviderError) else errors.transient("list", "", "", exc)
-    return sorted((m for _, found in outcomes for m in found), key=lambda m: m.slot)
+    return sorted((m for _exc, found in outcomes for m in found), key=lambda m: m.slot)
 
 
 def _member_from(target: str, slot: int, provider: str, result: dict) -> pool_members.Member:
@@ -94,7 +94,7 @@ class Growth:
         """Create until every target has its share or no new target is skipped; the split."""
         while True:
             desired = self.desired()
-            kept, _ = pool_members.choose(self.members, desired, self.providers)
+            kept, _to_go = pool_members.choose(self.members, desired, self.providers)
             wanted = []
             for target in self.spec.targets:
                 lacking = desired[target.name] - sum(1 for m in kept if m.target == target.name)

@@ -267,14 +267,14 @@ BAD = [
 
 def test_bad_input_is_refused_naming_the_field_and_changes_nothing(tmp_path, two_locals):
     tasks = []
-    for index, (override, _) in enumerate(BAD):
+    for index, (override, _fragment) in enumerate(BAD):
         args = _pool(6)
         args.update(override)
         tasks.append(
             _task("bad %d" % index, {k: v for k, v in args.items() if v is not None}, ignore_errors=True)
         )
     run = run_playbook(tmp_path, tasks, module_defaults=two_locals)
-    for index, (_, fragment) in enumerate(BAD):
+    for index, (_override, fragment) in enumerate(BAD):
         result = run["bad %d" % index]
         assert result.get("failed") is True, (index, result)
         assert result["error_class"] == "permanent", (index, result)

@@ -37,10 +37,10 @@ def test_documented_splits(total, weights, caps, want):
 
 def test_the_module_and_the_controller_agree_on_random_spreads():
     rng = random.Random(19)
-    for _ in range(3000):
+    for _round in range(3000):
         n = rng.randint(1, 5)
-        weights = [rng.choice([0, 1, 1, 2, 3, 7]) for _ in range(n)]
-        caps = [rng.choice([None, None, 0, 1, 2, 5]) for _ in range(n)]
+        weights = [rng.choice([0, 1, 1, 2, 3, 7]) for _target in range(n)]
+        caps = [rng.choice([None, None, 0, 1, 2, 5]) for _target in range(n)]
         total = rng.randint(0, 40)
         assert pool_split.apportion(total, weights, caps) == pool_spread.apportion(total, weights, caps), (
             total,
