@@ -180,7 +180,8 @@ def run(pm) -> dict:
     synced, removed = _finish(pm, spec, kept, to_go, converger, concurrency, fresh)
     by_name = {r["name"]: r for r in (growth.created if growth else [])}
     by_name.update({r["name"]: r for r in synced if not r.get("failed")})
-    failures = (growth.failures if growth else []) + [r for r in synced + removed if r.get("failed")]
+    create_failures = growth.failures if growth else []
+    other_failures = [r for r in synced + removed if r.get("failed")]
     degraded = growth.degraded if growth else {}
     members = [_member_dict(m, by_name.get(m.name)) for m in sorted(kept, key=lambda m: m.slot)]
     out = {
@@ -190,7 +191,7 @@ def run(pm) -> dict:
         "deleted": [r["name"] for r in removed if r.get("changed") and not r.get("failed")],
         "targets": _targets_report(spec, desired, kept, degraded),
         "degraded": list(degraded.values()),
-        "failures": failures,
+        "failures": create_failures + other_failures,
     }
     for skipped in degraded.values():
         pm.module.warn(
@@ -204,7 +205,7 @@ def run(pm) -> dict:
             "before_header": "pool %s" % spec.pool,
             "after_header": "pool %s" % spec.pool,
         }
-    _fail_if_short(spec, out, degraded)
+    _fail_if_short(spec, out, create_failures, other_failures, degraded)
     return out
 
 
@@ -212,14 +213,15 @@ def _slot_key(name: str) -> int:
     return int(name.rsplit("-", 1)[1])
 
 
-def _fail_if_short(spec, out: dict, degraded: dict) -> None:
-    """The task fails on a failure no skipped target absorbed, or when the pool is short."""
+def _fail_if_short(spec, out: dict, create_failures: list, other_failures: list, degraded: dict) -> None:
+    """The task fails on a failure no skipped target absorbed (only a create's can be: that is
+    what skips a target), or when the pool is short."""
     absorbed = {d["target"] for d in degraded.values()}
     hard = [
         f
-        for f in out["failures"]
+        for f in create_failures
         if not (f.get("error_class") in SKIPPING and _target_of(spec, f) in absorbed)
-    ]
+    ] + other_failures
     short = spec.state != STATE_ABSENT and len(out["members"]) < spec.count
     if not hard and not short:
         return
