@@ -60,3 +60,25 @@ INSTANCE_DEFAULTS = {
     "force": False,
     "owner_reference": False,
 }
+
+# proxy_pool: the pool, its spread, and the instance template (a subset of INSTANCE_OPTIONS:
+# name, uid and id follow from the pool and the slot). pool_params.py validates them.
+SPREAD_OPTIONS = {
+    "name": {"type": "str"},
+    "provider": {"type": "str", "required": True},
+    "placement": {"type": "dict", "options": PLACEMENT_OPTIONS},
+    "weight": {"type": "int", "default": 1},
+    "max": {"type": "int"},
+}
+
+POOL_OPTIONS = {
+    "pool": {"type": "str", "required": True},
+    "count": {"type": "int"},
+    "state": {"type": "str", "choices": [STATE_PRESENT, STATE_ABSENT], "default": STATE_PRESENT},
+    "provider": {"type": "str"},
+    "spread": {"type": "list", "elements": "dict", "options": SPREAD_OPTIONS},
+    **{
+        k: INSTANCE_OPTIONS[k]
+        for k in ("placement", "cloud_init", "port", "auth", "namespace", "wait", "wait_timeout")
+    },
+}

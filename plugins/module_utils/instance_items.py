@@ -114,7 +114,7 @@ def _duplicates(items: list) -> dict:
     """``{index: problem}`` for every item that names the same instance as another one."""
     groups = {}
     for item in items:
-        keys = {("name", item.provider, item.name)}
+        keys = {("name", item.provider, item.name)} if item.name else set()  # a delete by id alone has none
         if item.id:
             keys.add(("id", item.provider, item.id))
         for key in keys:
@@ -147,7 +147,7 @@ def _field(where: str, name: str) -> str:
     return "%s.%s" % (where, name) if where else name
 
 
-def _raw_problems(where: str, raw: dict) -> list:
+def raw_problems(where: str, raw: dict) -> list:
     """What Ansible would silently convert: a dict or list for a string, ``true`` for a port."""
     problems = [param_checks.text(raw.get(key), _field(where, key)) for key in TEXT_FIELDS]
     cloud_init = raw.get("cloud_init")
@@ -166,7 +166,7 @@ def _item(index, where, values, raw, config, resolve, problems):
     for key, default in INSTANCE_DEFAULTS.items():
         if values.get(key) is None:
             values[key] = default
-    problems.extend(_raw_problems(where, raw))
+    problems.extend(raw_problems(where, raw))
     if problems:
         return None
     provider = values.get("provider")

@@ -34,13 +34,18 @@ def seconds(value, field: str) -> str:
 
 def count(value, field: str, maximum: int = MAX_CONCURRENCY) -> str:
     """A whole number from 1 to ``maximum``, or the problem with it."""
+    return whole(value, field, 1, maximum)
+
+
+def whole(value, field: str, minimum: int, maximum: int) -> str:
+    """A whole number from ``minimum`` to ``maximum`` (not ``true``, not ``2.5``), or the problem."""
     number = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, str) and value.strip().isdigit():
         number = int(value)
-    if number is None or not 1 <= number <= maximum:
-        return "%s: %s must be a whole number from 1 to %d" % (field, excerpt(value), maximum)
+    if number is None or not minimum <= number <= maximum:
+        return "%s: %s must be a whole number from %d to %d" % (field, excerpt(value), minimum, maximum)
     return ""
 
 

@@ -22,11 +22,11 @@ from .playbook import ansible_environ, run_playbook
 
 pytestmark = [pytest.mark.squid, pytest.mark.playbook]
 
-MODULES = ("proxy_instance", "proxy_info", "proxy_gc", "proxy_check")
+MODULES = ("proxy_instance", "proxy_info", "proxy_gc", "proxy_check", "proxy_pool")
 # What Ansible itself adds to a result (or every module may return), documented by Ansible.
 STANDARD = {"changed", "failed", "msg", "exception", "invocation", "warnings", "deprecations", "diff"}
 ENUMERATED = ("state", "reason", "error_class")
-PI, INFO, GC, CHECK = ("crawl.egress_proxies." + m for m in MODULES)
+PI, INFO, GC, CHECK, POOL = ("crawl.egress_proxies." + m for m in MODULES)
 ANSIBLE_DOC = os.path.join(os.path.dirname(sys.executable), "ansible-doc")
 
 
@@ -91,6 +91,10 @@ def scenario(tmp_path, local) -> dict:
         {"name": "gc", GC: {"live_uids": [u1], "min_age": "0s"}},
         {"name": "delete", PI: {"provider": "local", "uid": u1, "state": "absent"}},
         {"name": "delete batch", PI: {"provider": "local", "state": "absent", "instances": [{"uid": u1}]}},
+        {"name": "pool check", POOL: {"pool": "rd", "provider": "local", "count": 2}, "check_mode": True},
+        {"name": "pool", POOL: {"pool": "rd", "provider": "local", "count": 2, "wait": True}},
+        {"name": "pool down", POOL: {"pool": "rd", "provider": "local", "count": 1}},
+        {"name": "pool absent", POOL: {"pool": "rd", "provider": "local", "state": "absent"}},
     ]
     bad = [{"name": "bad", "type": "local", "local": {"bogus": 1}}]
     tasks += [

@@ -1,5 +1,5 @@
 """The shipped playbooks (playbooks/proxies_create.yml, proxies_delete.yml, collect_orphans.yml,
-check_providers.yml) run as an operator runs them: real ``ansible-playbook`` with an inventory
+check_providers.yml, proxy_pool.yml) run as an operator runs them: real ``ansible-playbook`` with an inventory
 file and a providers file, on the local provider with real Squid.
 
 Covers: the inventory becomes proxies that serve (Running, with an address), a second run
@@ -171,3 +171,22 @@ def test_create_check_collect_delete(operator_files, tmp_path):
     assert rc == 0, out[-3000:]
     assert {r["state"] for r in task(tasks, "Converge the proxies")["results"]} == {"absent"}
     assert not any((tmp_path / "state" / "instances").iterdir())
+
+
+def test_the_pool_playbook_converges_a_pool_again_without_change_and_removes_it(operator_files):
+    inventory, providers, _uids = operator_files
+    pool = ("-e", "egress_proxies_providers_file=%s" % providers, "-e", "egress_proxies_pool=pb")
+    spread = ("-e", json.dumps({"egress_proxies_pool_spread": [{"provider": "local"}]}))
+    for attempt in ("first", "again"):
+        rc, tasks, out = run("proxy_pool.yml", inventory, *pool, *spread, "-e", "egress_proxies_pool_count=2")
+        assert rc == 0, out[-3000:]
+        result = task(tasks, "Converge the pool")
+        assert [m["name"] for m in result["members"]] == ["pb-0", "pb-1"], attempt
+        assert {m["state"] for m in result["members"]} == {"Running"}
+        assert result["changed"] is (attempt == "first")
+        assert len(task(tasks, "Show the members")["msg"]) == 2
+    rc, tasks, out = run(
+        "proxy_pool.yml", inventory, *pool, *spread, "-e", "egress_proxies_pool_state=absent"
+    )
+    assert rc == 0, out[-3000:]
+    assert sorted(task(tasks, "Converge the pool")["deleted"]) == ["pb-0", "pb-1"]

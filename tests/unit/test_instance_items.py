@@ -78,6 +78,13 @@ def test_isolate_marks_every_item_of_a_duplicate_group_and_keeps_the_rest(conf):
     assert "contradicts" in items[0].message and "instances[0], instances[2]" in items[2].message
 
 
+def test_absent_items_given_only_distinct_ids_are_not_duplicates(conf):
+    """Two deletes by id carry no name: they once both keyed on the empty name and were refused
+    as one instance given twice (the module tests' own cleanup by ids failed on that)."""
+    items = _items(conf, state="absent", instances=[{"id": "local/p"}, {"id": "local/q"}])
+    assert [i.id for i in items] == ["local/p", "local/q"]
+
+
 AUTH = {"username": "crawler", "password": "pw-secret-1"}
 
 

@@ -1,0 +1,120 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Which instances are a ``proxy_pool``'s members, what new ones are called, and which go.
+
+A member is named ``<pool>-<slot>`` and carries the ownership uid ``pool_<pool>_<target>_<slot>``:
+both follow from the pool, the target and the slot alone, so a re-run finds what the last run
+made and creates nothing. The uid is what makes an instance a member: only an instance listed
+by this installation (``list_by_tag``: managed and installation marks) whose uid parses to this
+pool is one; anything else (another pool's, another installation's, an unmarked one) is never
+counted, kept or removed. ``_`` separates the parts because a pool or target name (a DNS label)
+never holds one; the uid fits a Kubernetes and a Compute Engine label value (63 characters of
+``[a-z0-9_-]``), so every provider stores it as is.
+
+Which members stay is the ProxyPool planner's rule (controller ``pool_rollout``): each target
+keeps at most its share, Running members first (the newest of them), then the oldest others;
+the rest go in the order not-Running newest first, then Running oldest first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+
+UID_PREFIX = "pool"
+MAX_POOL_CHARS = 30
+MAX_TARGET_CHARS = 20
+MAX_COUNT = 10000
+
+_UID = re.compile(r"^pool_([a-z0-9][-a-z0-9]*)_([a-z0-9][-a-z0-9]*)_(0|[1-9][0-9]{0,5})$")
+
+
+def member_name(pool: str, slot: int) -> str:
+    return "%s-%d" % (pool, slot)
+
+
+def member_uid(pool: str, target: str, slot: int) -> str:
+    return "%s_%s_%s_%d" % (UID_PREFIX, pool, target, slot)
+
+
+def parse_uid(uid: str):
+    """``(pool, target, slot)`` of a member uid, or ``None`` for any other uid."""
+    match = _UID.fullmatch(uid or "")
+    if match is None:
+        return None
+    return match.group(1), match.group(2), int(match.group(3))
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """One listed (or just created) instance of the pool and where it belongs."""
+
+    provider: str
+    target: str
+    slot: int
+    instance: contract.Instance
+
+    @property
+    def name(self) -> str:
+        return self.instance.name
+
+    @property
+    def running(self) -> bool:
+        return self.instance.state == contract.RUNNING
+
+    @property
+    def stamp(self) -> float:
+        """Creation time in epoch seconds; an unknown one counts as the oldest."""
+        created = self.instance.created_at
+        return created.timestamp() if created else float("-inf")
+
+
+def members_of(pool: str, provider: str, instances) -> list:
+    """The members among ``instances`` listed from ``provider``: uid of this pool, and the
+    name that uid gives (an instance renamed by hand is not trusted as a member)."""
+    out = []
+    for instance in instances:
+        parsed = parse_uid(instance.uid)
+        if parsed is None or parsed[0] != pool or instance.name != member_name(pool, parsed[2]):
+            continue
+        out.append(Member(provider, parsed[1], parsed[2], instance))
+    return out
+
+
+def _keep_order(member: Member) -> tuple:
+    if member.running:
+        return (0, -member.stamp, member.slot)
+    return (1, member.stamp, member.slot)
+
+
+def delete_order(members: list) -> list:
+    """Not-Running members newest first, then Running members oldest first."""
+    unready = sorted((m for m in members if not m.running), key=lambda m: (-m.stamp, m.slot))
+    ready = sorted((m for m in members if m.running), key=lambda m: (m.stamp, m.slot))
+    return unready + ready
+
+
+def choose(members: list, desired: dict, providers: dict) -> tuple:
+    """``(kept, to_go)``: per target at most ``desired[target]`` members (on that target's
+    provider, ``providers[target]``), chosen by the keep order; every other member goes, in
+    delete order. A member of a target not in ``desired`` or on another provider always goes."""
+    kept = []
+    for target, count in desired.items():
+        mine = [m for m in members if m.target == target and m.provider == providers[target]]
+        kept.extend(sorted(mine, key=_keep_order)[:count])
+    kept_names = {(m.provider, m.name) for m in kept}
+    to_go = delete_order([m for m in members if (m.provider, m.name) not in kept_names])
+    return kept, to_go
+
+
+def free_slots(used, how_many: int) -> list:
+    """The ``how_many`` smallest slots not in ``used`` (so names stay short and reused)."""
+    used = set(used)
+    out, slot = [], 0
+    while len(out) < how_many:
+        if slot not in used:
+            out.append(slot)
+        slot += 1
+    return out

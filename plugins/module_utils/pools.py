@@ -1,0 +1,239 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Exactly ``count`` members of a pool, spread over targets: the runner behind ``proxy_pool``.
+
+One run: list every provider of the spread (one ``list_by_tag`` each; a list that fails fails
+the run before anything changes, since a pool cannot be counted from a partial view); split
+``count`` over the targets (``pool_split``); create what each target lacks in the smallest free
+slots; when a target's create fails Permanent or Quota, skip that target (it keeps the members
+it has that are Running or were made in this run) and split again, so its share goes to the
+others; then converge the members that stay (``proxy_instance``'s present: a Stopped one is
+restarted, credentials rotated) and delete the extras, newest not-Running first, then the
+oldest (``pool_members``). Every create, check and delete is ``proxy_instance``'s own
+``Converger``, ownership checks included, run through ``batch``.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    batch,
+    contract,
+    errors,
+    instances,
+    pool_members,
+    pool_params,
+    pool_split,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import STATE_ABSENT
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+
+SKIPPING = (errors.PERMANENT, errors.QUOTA_EXCEEDED)
+MEMBER_FIELDS = ("name", "id", "uid", "provider", "state", "ip", "created_at", "installation")
+
+
+def list_members(pm, spec, timeout: float, concurrency: int) -> list:
+    """Every member of the pool on the spread's providers; raises when a list fails."""
+    providers = sorted({t.provider for t in spec.targets})
+
+    def one(name):
+        return pool_members.members_of(spec.pool, name, pm.provider(name).list_by_tag(Deadline(timeout)))
+
+    outcomes = batch.run(providers, lambda n: (None, one(n)), lambda n, exc: (exc, []), concurrency)
+    for exc, _found in outcomes:
+        if exc is not None:
+            raise exc if isinstance(exc, errors.ProviderError) else errors.transient("list", "", "", exc)
+    return sorted((m for _exc, found in outcomes for m in found), key=lambda m: m.slot)
+
+
+def _member_from(target: str, slot: int, provider: str, result: dict) -> pool_members.Member:
+    """A member just created (or, in check mode, to be): counted as the newest."""
+    state = result.get("state")
+    instance = contract.Instance(
+        id=result.get("id", ""),
+        name=result["name"],
+        uid=result.get("uid", ""),
+        state=state
+        if state in contract.STATES and (state != contract.RUNNING or result.get("ip"))
+        else contract.PROVISIONING,
+        ip=result.get("ip", "") if state == contract.RUNNING else "",
+        created_at=datetime.datetime.now(datetime.UTC),
+        installation=result.get("installation", ""),
+    )
+    return pool_members.Member(provider, target, slot, instance)
+
+
+class Growth:
+    """The create rounds of one run: what was made, what failed, which targets are skipped."""
+
+    def __init__(self, pm, spec, members: list, converger, concurrency: int):
+        self.pm, self.spec, self.converger, self.concurrency = pm, spec, converger, concurrency
+        self.members = list(members)
+        self.providers = {t.name: t.provider for t in spec.targets}
+        self.tried = {m.slot for m in members}
+        self.fresh = set()  # names made in this run
+        self.created, self.failures, self.degraded = [], [], {}
+
+    def caps(self) -> dict:
+        held = {}
+        for target in self.degraded:
+            held[target] = sum(
+                1
+                for m in self.members
+                if m.target == target
+                and m.provider == self.providers[target]
+                and (m.running or m.name in self.fresh)
+            )
+        return held
+
+    def desired(self) -> dict:
+        return pool_split.split(self.spec.count, list(self.spec.targets), self.caps())
+
+    def run(self) -> dict:
+        """Create until every target has its share or no new target is skipped; the split."""
+        while True:
+            desired = self.desired()
+            kept, _to_go = pool_members.choose(self.members, desired, self.providers)
+            wanted = []
+            for target in self.spec.targets:
+                lacking = desired[target.name] - sum(1 for m in kept if m.target == target.name)
+                wanted.extend([target.name] * max(0, lacking))
+            if not wanted:
+                return desired
+            slots = pool_members.free_slots(self.tried, len(wanted))
+            self.tried.update(slots)
+            items = [pool_params.member_item(self.spec, pair) for pair in zip(wanted, slots, strict=True)]
+            results = batch.run(items, self.converger.converge, instances.failure, self.concurrency)
+            if not self._take(wanted, slots, items, results):
+                return self.desired()
+
+    def _take(self, wanted, slots, items, results) -> bool:
+        """Record a round; whether it skipped a new target (then the split changes)."""
+        newly = False
+        for target, slot, item, result in zip(wanted, slots, items, results, strict=True):
+            if not result.get("failed"):
+                self.members.append(_member_from(target, slot, item.provider, result))
+                self.fresh.add(item.name)
+                self.created.append(result)
+                continue
+            self.failures.append(result)
+            if result.get("error_class") in SKIPPING and target not in self.degraded:
+                self.degraded[target] = {
+                    "target": target,
+                    "provider": item.provider,
+                    "error_class": result["error_class"],
+                    "msg": result["msg"],
+                }
+                newly = True
+        return newly
+
+
+def _member_dict(member, result) -> dict:
+    source = result if result is not None else member.instance.as_dict(member.provider)
+    out = {k: source.get(k, "") for k in MEMBER_FIELDS}
+    out.update(target=member.target, slot=member.slot)
+    return out
+
+
+def _finish(pm, spec, kept, to_go, converger, concurrency, fresh) -> tuple:
+    """Converge the members that stay (not the ones just made) and delete ``to_go``."""
+    stay = [m for m in kept if m.name not in fresh]
+    items = [pool_params.member_item(spec, m) for m in stay]
+    items += [pool_params.member_item(spec, m, STATE_ABSENT) for m in to_go]
+    results = batch.run(items, converger.converge, instances.failure, concurrency)
+    return results[: len(stay)], results[len(stay) :]
+
+
+def _targets_report(spec, desired: dict, kept: list, degraded: dict) -> list:
+    out = []
+    for target in spec.targets:
+        skipped = degraded.get(target.name)
+        out.append(
+            {
+                "name": target.name,
+                "provider": target.provider,
+                "weight": target.weight,
+                "desired": desired.get(target.name, 0),
+                "members": sum(1 for m in kept if m.target == target.name),
+                "degraded": skipped is not None,
+                "reason": skipped["msg"] if skipped else "",
+            }
+        )
+    return out
+
+
+def run(pm) -> dict:
+    """The ``proxy_pool`` runner."""
+    spec = pool_params.spec_from_params(pm.params, pm.raw_params, pm.config, pm.provider)
+    timeout, concurrency = float(pm.params["timeout"]), int(pm.params["concurrency"])
+    before = list_members(pm, spec, timeout, concurrency)
+    converger = instances.Converger(pm, timeout)
+    if spec.state == STATE_ABSENT:
+        growth = None
+        desired, kept, to_go = {}, [], pool_members.delete_order(before)
+    else:
+        growth = Growth(pm, spec, before, converger, concurrency)
+        desired = growth.run()
+        kept, to_go = pool_members.choose(growth.members, desired, growth.providers)
+    fresh = growth.fresh if growth else set()
+    synced, removed = _finish(pm, spec, kept, to_go, converger, concurrency, fresh)
+    by_name = {r["name"]: r for r in (growth.created if growth else [])}
+    by_name.update({r["name"]: r for r in synced if not r.get("failed")})
+    create_failures = growth.failures if growth else []
+    other_failures = [r for r in synced + removed if r.get("failed")]
+    degraded = growth.degraded if growth else {}
+    members = [_member_dict(m, by_name.get(m.name)) for m in sorted(kept, key=lambda m: m.slot)]
+    out = {
+        "changed": bool(fresh) or any(r.get("changed") for r in synced + removed),
+        "members": members,
+        "created": sorted((r["name"] for r in (growth.created if growth else [])), key=_slot_key),
+        "deleted": [r["name"] for r in removed if r.get("changed") and not r.get("failed")],
+        "targets": _targets_report(spec, desired, kept, degraded),
+        "degraded": list(degraded.values()),
+        "failures": create_failures + other_failures,
+    }
+    for skipped in degraded.values():
+        pm.module.warn(
+            "proxy_pool: target %s (provider %s) skipped, its share went to the others: %s"
+            % (skipped["target"], skipped["provider"], skipped["msg"])
+        )
+    if pm.diff_mode:
+        out["diff"] = {
+            "before": {"members": [m.name for m in before]},
+            "after": {"members": [m["name"] for m in members]},
+            "before_header": "pool %s" % spec.pool,
+            "after_header": "pool %s" % spec.pool,
+        }
+    _fail_if_short(spec, out, create_failures, other_failures, degraded)
+    return out
+
+
+def _slot_key(name: str) -> int:
+    return int(name.rsplit("-", 1)[1])
+
+
+def _fail_if_short(spec, out: dict, create_failures: list, other_failures: list, degraded: dict) -> None:
+    """The task fails on a failure no skipped target absorbed (only a create's can be: that is
+    what skips a target), or when the pool is short."""
+    absorbed = {d["target"] for d in degraded.values()}
+    hard = [
+        f
+        for f in create_failures
+        if not (f.get("error_class") in SKIPPING and _target_of(spec, f) in absorbed)
+    ] + other_failures
+    short = spec.state != STATE_ABSENT and len(out["members"]) < spec.count
+    if not hard and not short:
+        return
+    parts = ["%s" % f["msg"] for f in hard[:5]]
+    if short:
+        parts.insert(0, "pool %s has %d of %d members" % (spec.pool, len(out["members"]), spec.count))
+    out["failed_msg"] = "; ".join(parts)
+    out["error_class"] = (hard[0] if hard else out["failures"][0] if out["failures"] else {}).get(
+        "error_class", errors.PERMANENT
+    )
+
+
+def _target_of(spec, result: dict) -> str:
+    parsed = pool_members.parse_uid(result.get("uid", ""))
+    return parsed[1] if parsed else ""

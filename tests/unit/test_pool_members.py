@@ -1,0 +1,89 @@
+"""Which instances are a pool's members, which slots new ones take, and which members go."""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, pool_members
+
+T0 = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
+
+
+def _instance(name, uid, state=contract.RUNNING, minute=0):
+    return contract.Instance(
+        id="local/" + name,
+        name=name,
+        uid=uid,
+        state=state,
+        ip="127.1.1.1" if state == contract.RUNNING else "",
+        created_at=T0 + datetime.timedelta(minutes=minute),
+        installation="i",
+    )
+
+
+def _member(target, slot, state=contract.RUNNING, minute=0, provider=None):
+    uid = pool_members.member_uid("web", target, slot)
+    return pool_members.Member(
+        provider or target, target, slot, _instance("web-%d" % slot, uid, state, minute)
+    )
+
+
+def test_names_and_uids_follow_from_pool_target_and_slot_and_parse_back():
+    assert pool_members.member_name("web", 3) == "web-3"
+    uid = pool_members.member_uid("web", "eu-b", 3)
+    assert uid == "pool_web_eu-b_3"
+    assert pool_members.parse_uid(uid) == ("web", "eu-b", 3)
+    for other in (
+        "pool_web_eu-b",
+        "pool_web_eu_b_3_4",
+        "pool_web_a_03",
+        "pool_Web_a_3",
+        "x" + uid,
+        uid + "\n",
+        "",
+    ):
+        assert pool_members.parse_uid(other) is None, other
+    longest = pool_members.member_uid(
+        "p" * pool_members.MAX_POOL_CHARS, "t" * pool_members.MAX_TARGET_CHARS, 19999
+    )
+    assert len(longest) <= 63  # a Kubernetes and a Compute Engine label value
+
+
+def test_only_instances_whose_uid_and_name_say_this_pool_are_members():
+    listed = [
+        _instance("web-0", "pool_web_a_0"),
+        _instance("web-1", "pool_webby_a_1"),  # another pool
+        _instance("webby-1", "pool_webby_a_1"),
+        _instance("proxy-abc", "6f1c7c1e-5d07-4a0e-9b0e-1b2f3c4d5e6f"),  # a plain proxy_instance
+        _instance("web-7", "pool_web_a_2"),  # name and uid disagree: not trusted
+    ]
+    members = pool_members.members_of("web", "a", listed)
+    assert [(m.name, m.target, m.slot, m.provider) for m in members] == [("web-0", "a", 0, "a")]
+
+
+def test_scale_down_keeps_newest_running_and_removes_unready_newest_first_then_oldest():
+    members = [
+        _member("a", 0, minute=0),
+        _member("a", 1, minute=1),
+        _member("a", 2, minute=2),
+        _member("a", 3, contract.PROVISIONING, minute=3),
+        _member("a", 4, contract.STOPPED, minute=4),
+    ]
+    kept, to_go = pool_members.choose(members, {"a": 2}, {"a": "a"})
+    assert sorted(m.slot for m in kept) == [1, 2]
+    assert [m.slot for m in to_go] == [4, 3, 0]
+    kept, to_go = pool_members.choose(members, {"a": 4}, {"a": "a"})
+    assert sorted(m.slot for m in kept) == [0, 1, 2, 3]  # then the oldest not-Running
+    assert [m.slot for m in to_go] == [4]
+
+
+def test_members_of_a_target_gone_from_the_spread_or_moved_provider_go():
+    members = [_member("a", 0), _member("old", 1), _member("b", 2, provider="elsewhere")]
+    kept, to_go = pool_members.choose(members, {"a": 1, "b": 1}, {"a": "a", "b": "b"})
+    assert [m.slot for m in kept] == [0]
+    assert sorted(m.slot for m in to_go) == [1, 2]
+
+
+def test_new_members_take_the_smallest_free_slots():
+    assert pool_members.free_slots({0, 2, 3}, 3) == [1, 4, 5]
+    assert pool_members.free_slots(set(), 0) == []
