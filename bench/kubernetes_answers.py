@@ -68,7 +68,7 @@ def models_list(provider, selector: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--count", type=int, default=1000, help="Pods created (default 1000)")
     parser.add_argument("--rounds", type=int, default=5, help="lists each way (default 5)")
     args = parser.parse_args()
@@ -98,8 +98,8 @@ def main() -> None:
         rows = [
             (
                 "list x%d (%d Pods)" % (args.rounds, args.count),
-                measured(lambda: [models_list(provider, selector) for _ in range(args.rounds)]),
-                measured(lambda: [provider.list_by_tag(Deadline(60)) for _ in range(args.rounds)]),
+                measured(lambda: [models_list(provider, selector) for _round in range(args.rounds)]),
+                measured(lambda: [provider.list_by_tag(Deadline(60)) for _round in range(args.rounds)]),
             ),
             (
                 "get x%d" % args.count,
