@@ -22,10 +22,9 @@ The address is the NAT IP of the first access config of the first NIC, or, with
 
 from __future__ import annotations
 
-import datetime
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names, timestamps
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.config import (
     ADDRESS_INTERNAL,
@@ -77,15 +76,6 @@ def address_of(instance: dict, address_mode: str) -> str:
     return (configs[0].get("natIP", "") or "") if configs else ""
 
 
-def parse_timestamp(value):
-    """RFC 3339 ``creationTimestamp``; ``None`` (GC: very old) when it cannot be parsed."""
-    try:
-        parsed = datetime.datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
-
-
 def to_instance(item: dict, zone: str, address_mode: str) -> contract.Instance:
     name = item.get("name", "")
     ip = address_of(item, address_mode)
@@ -96,6 +86,6 @@ def to_instance(item: dict, zone: str, address_mode: str) -> contract.Instance:
         uid=labels.uid_of(item),
         state=state,
         ip=ip if state == contract.RUNNING else "",
-        created_at=parse_timestamp(item.get("creationTimestamp")),
+        created_at=timestamps.parse(item.get("creationTimestamp")),
         installation=(item.get("labels") or {}).get(names.LABEL_INSTALL, ""),
     )

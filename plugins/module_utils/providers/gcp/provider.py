@@ -31,6 +31,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     errors,
     names,
     ownership,
+    timestamps,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
@@ -49,7 +50,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     format_id,
     last_segment,
     parse_id,
-    parse_timestamp,
     to_instance,
 )
 
@@ -68,7 +68,7 @@ log = logging.getLogger("crawl.egress_proxies.providers.gcp")
 
 def _op_order(op: dict) -> tuple:
     """Oldest first by insertTime (parsed: offsets may differ), then by name."""
-    when = parse_timestamp(op.get("insertTime"))
+    when = timestamps.parse(op.get("insertTime"))
     return (when.timestamp() if when else 0.0, op.get("name", ""))
 
 
@@ -349,7 +349,7 @@ class GcpProvider(contract.Provider, contract.Checker):
                 % (latest.get("name"), latest.get("status")),
             )
         if latest.get("error"):
-            ended = parse_timestamp(latest.get("endTime") or latest.get("insertTime"))
+            ended = timestamps.parse(latest.get("endTime") or latest.get("insertTime"))
             age = (datetime.datetime.now(datetime.UTC) - ended).total_seconds() if ended else 0.0
             if age > self.config.insert_failure_window_seconds:
                 # Reported long enough: "not there" again, so the caller creates once more

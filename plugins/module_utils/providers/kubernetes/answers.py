@@ -13,7 +13,6 @@ Transient; it never reads as an instance or as an absence.
 
 from __future__ import annotations
 
-import datetime
 import json
 
 
@@ -42,14 +41,3 @@ def section(body: dict, key: str) -> dict:
     """``body[key]`` when it is an object, else ``{}`` (absent or null in the answer)."""
     value = body.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def timestamp(value) -> datetime.datetime | None:
-    """An RFC 3339 time as the API server writes it (``2026-12-01T23:51:01Z``), else ``None``."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)

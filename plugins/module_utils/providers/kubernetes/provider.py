@@ -19,7 +19,13 @@ from __future__ import annotations
 import logging
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon, contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    abandon,
+    contract,
+    errors,
+    names,
+    timestamps,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
     answers,
     remove,
@@ -140,7 +146,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             uid=labels.get(names.LABEL_UID, ""),
             state=state,
             ip=pod_ip if state == contract.RUNNING else "",
-            created_at=answers.timestamp(meta.get("creationTimestamp")),
+            created_at=timestamps.parse(meta.get("creationTimestamp")),
             installation=labels.get(names.LABEL_INSTALL, ""),
         )
 

@@ -21,7 +21,7 @@ import datetime
 import json
 import xml.etree.ElementTree as ET
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import names, timestamps
 
 NAMESPACE_BASE = "https://crawl.example.com/egress-proxies/libvirt/"
 PREFIX = "egress"
@@ -55,17 +55,6 @@ def format_time(value: datetime.datetime) -> str:
     return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(value):
-    """An unparsable timestamp gives ``None``: GC treats it as very old (never a shield)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
-
-
 def element_xml(uid: str, created_at: datetime.datetime, installation: str, passwd: str = "") -> str:
     """The bare element as libvirt's metadata API takes and returns it (no namespace prefix)."""
     node = ET.Element(ELEMENT)
@@ -97,7 +86,7 @@ def parse_element(text: str) -> Marks:
     return Marks(
         managed=node.get("managed") == names.LABEL_MANAGED_VALUE,
         uid=node.get("uid", ""),
-        created_at=parse_time(node.get("createdAt")),
+        created_at=timestamps.parse(node.get("createdAt")),
         installation=node.get("installation", ""),
         passwd=node.get("passwd", ""),
     )
@@ -126,6 +115,6 @@ def parse_volume_json(data: bytes, type_name: str, name: str) -> Marks:
     return Marks(
         managed=doc.get(names.LABEL_MANAGED) == names.LABEL_MANAGED_VALUE,
         uid=str(doc.get(names.LABEL_UID, "")),
-        created_at=parse_time(doc.get("createdAt")),
+        created_at=timestamps.parse(doc.get("createdAt")),
         installation=str(doc.get(names.LABEL_INSTALL, "")),
     )

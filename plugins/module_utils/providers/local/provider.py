@@ -24,7 +24,13 @@ import signal
 import socket
 import subprocess
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names, ownership
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    contract,
+    errors,
+    names,
+    ownership,
+    timestamps,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import listening, process
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
@@ -76,14 +82,6 @@ def parse_id(provider_id: str) -> str:
     if not names.is_dns_label(name):
         raise ValueError("malformed local provider id %r: the name must be a DNS label" % (provider_id,))
     return name
-
-
-def _parse_time(value):
-    try:
-        parsed = datetime.datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None  # unparsable counts as very old for GC, which never shields an orphan
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
 class LocalProvider(contract.Provider, contract.Checker):
@@ -194,7 +192,7 @@ class LocalProvider(contract.Provider, contract.Checker):
     def _instance(self, name: str, record: dict, deadline) -> contract.Instance:
         directory = self.store.path(name)
         state, pid = process.status(directory)
-        created_at = _parse_time(record.get("createdAt"))
+        created_at = timestamps.parse(record.get("createdAt"))
         if state == process.ALIVE:
             deadline.check("get")
             address, port = record["address"], int(record["port"])
