@@ -33,7 +33,8 @@ from .reconciler import Proxy, Reconciler
 log = logging.getLogger("egress_proxies_controller.manager")
 COMPONENT = "egress-proxies-controller"
 # Fault injection for the crash-safety tests: "after-create" (or -get, -delete) makes the process
-# die with SIGKILL's exit status right after such a call succeeded, before any status write.
+# die with SIGKILL's exit status right after such a call succeeded, before any status write;
+# "after-finalizer" right after the finalizer is written, before any create.
 FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 POP_SLACK = 0.25  # seconds after the first due key that a batch takes keys early
 
@@ -489,6 +490,9 @@ class Manager:
             obj = self.kube.set_finalizer(obj, True)
             if obj is None:
                 return None
+            if os.environ.get(FAULT_ENV, "") == "after-finalizer":
+                log.error("fault injection after-finalizer: dying before the create")
+                os._exit(137)
             self.informer.store(obj)
         if step.status is not None:
             first = [True]

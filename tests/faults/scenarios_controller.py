@@ -1,5 +1,6 @@
-"""The controller under crashes: SIGKILLed after a create before its status write, after a
-delete before the finalizer is removed, and in the middle of a batch's runner run. After a
+"""The controller under crashes: SIGKILLed after the finalizer before the create, after a
+create before its status write, after a delete before the finalizer is removed, between the
+delete and the create of a replacement, and in the middle of a batch's runner run. After a
 restart every Proxy must be Ready with exactly one instance (counted in the local provider's
 state directory), nothing latched Permanent, the cloud-init sentinel (from a Secret) nowhere
 in the log, status, Events or the controller's files, and no process of the killed run alive."""
@@ -14,7 +15,7 @@ import time
 import uuid
 
 from cluster import kube_testlib
-from controller.e2e_lib import GROUP, PLURAL, VERSION
+from controller.e2e_lib import GROUP, PLURAL, VERSION, condition
 from kubernetes import client as k8s
 
 from faults import playbook_runs
@@ -109,7 +110,8 @@ def _finish(env, outcome: Outcome, names: list) -> None:
 
 
 def killed_at(fault: str):
-    """SIGKILL through the controller's fault point ``after-create`` or ``after-delete``."""
+    """SIGKILL through the controller's fault point ``after-finalizer``, ``after-create`` or
+    ``after-delete``."""
 
     def flow(env, scenario) -> Outcome:
         outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
@@ -148,6 +150,49 @@ def killed_at(fault: str):
     return flow
 
 
+def killed_mid_replacement(env, scenario) -> Outcome:
+    """``spec.provider`` moved from ``local`` to ``tiny``; SIGKILL once the old instance's
+    delete answered, before the status write and the new create: after the restart the Proxy
+    is Ready on ``tiny`` with one instance there and none left on ``local``."""
+    outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
+    sentinel, spec = secret(env)
+    name = "r-" + uuid.uuid4().hex[:8]
+    env.controller.start(extra_args=LEASE)
+    env.controller.wait_ready()
+    env.create(name, spec)
+    env.wait_ready(name)
+    env.controller.stop()
+    env.controller.start(fault="after-delete", extra_args=LEASE)
+    env.controller.wait_ready()
+    env.patch_spec(name, {"provider": "tiny"})
+    kube_testlib.wait_for("the fault's SIGKILL", lambda: env.controller.proc.poll() is not None, 120)
+    env.controller._log.close()
+    killed_with = (len(env.instances()), len(env.instances(env.state_dir + "-tiny")))
+    restarted = time.monotonic()
+    env.controller.start(extra_args=LEASE)
+    env.controller.wait_ready()
+    env.wait(
+        name,
+        lambda o: (
+            o != "gone"
+            and (o.get("status") or {}).get("provider") == "tiny"
+            and condition(o, "Ready").get("status") == "True"
+        ),
+        "%s Ready on tiny" % name,
+        timeout=120,
+    )
+    outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
+    where = (len(env.instances()), len(env.instances(env.state_dir + "-tiny")))
+    at_kill = [] if killed_with == (0, 0) else ["instances (local, tiny) at the kill: %s" % (killed_with,)]
+    outcome.check(at_kill)
+    outcome.check([] if where == (0, 1) else ["instances (local, tiny) after the restart: %s" % (where,)])
+    check_after(env, outcome, [name], sentinel)
+    _finish(env, outcome, [name])
+    outcome.check(["left behind on tiny: instance %s" % n for n in env.instances(env.state_dir + "-tiny")])
+    outcome.calls = ["killed by fault after-delete mid-replacement, rc 137"]
+    return outcome
+
+
 def killed_mid_run(env, scenario) -> Outcome:
     """Three Proxies created at once; SIGKILL once the first instance is on the backend."""
     outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
@@ -177,6 +222,20 @@ def killed_mid_run(env, scenario) -> Outcome:
 
 
 SCENARIOS = [
+    Scenario(
+        "ctl-sigkill-after-finalizer",
+        "controller SIGKILLed after the finalizer is written, before the create",
+        CONTROLLER,
+        no_fault,
+        killed_at("after-finalizer"),
+    ),
+    Scenario(
+        "ctl-sigkill-mid-replacement",
+        "controller SIGKILLed between the old instance's delete and the new one's create",
+        CONTROLLER,
+        no_fault,
+        killed_mid_replacement,
+    ),
     Scenario(
         "ctl-sigkill-after-create",
         "controller SIGKILLed after a create, before its status write",
