@@ -9,6 +9,8 @@ each Proxy polled one interval after its last answer, as before issue 18's round
 * controller CPU (its own plus every child it waited for: ansible-runner, ansible-playbook and
   the modules) as cores on average over the hold, and peak RSS;
 * ansible-runner runs and Proxies polled per run during the hold;
+* how long Running Proxies went between two answered polls (``egress_proxies_poll_gap_seconds``:
+  the largest bucket reached and how many gaps passed twice the Running poll interval);
 * how late polls were (the work queue's ``workqueue_queue_duration_seconds``: time a key waited
   after it was due; the bucket bound that 99 % stayed under, and the largest bucket reached);
 * API server requests per second during the hold, by resource (from kube-apiserver's own
@@ -55,6 +57,27 @@ def histogram(metrics: str, name: str) -> list:
     for le, value in re.findall(r'^%s_bucket\{le="([^"]+)",name="proxy"\} (\S+)$' % name, metrics, re.M):
         out.append((float("inf") if le == "+Inf" else float(le), float(value)))
     return sorted(out)
+
+
+def running_gaps(metrics: str) -> list:
+    """[(le, cumulative count)] of the Running Proxies' poll gaps (egress_proxies_poll_gap_seconds)."""
+    pattern = r'^egress_proxies_poll_gap_seconds_bucket\{le="([^"]+)",state="Running"\} (\S+)$'
+    found = re.findall(pattern, metrics, re.M)
+    return sorted((float("inf") if le == "+Inf" else float(le), float(v)) for le, v in found)
+
+
+def gap_text(before: list, after: list, interval: float) -> str:
+    """The largest gap bucket reached during the hold, and how many gaps passed twice the interval."""
+    if not after:
+        return "-"
+    counts = dict(before)
+    delta = [(le, c - counts.get(le, 0.0)) for le, c in after]
+    total = delta[-1][1]
+    if not total:
+        return "no gaps"
+    top = next(le for le, c in delta if c >= total)
+    within = max((c for le, c in delta if le <= 2 * interval), default=0.0)
+    return "max <= %gs; %d of %d over %gs" % (top, total - within, total, 2 * interval)
 
 
 def lateness(before: list, after: list) -> tuple:
@@ -164,12 +187,14 @@ def hold(admin, plane, workdir: str, count: int, variant: str, args) -> dict:
         metrics0 = proc.metrics()
         cpu0, runs0, api0 = cpu_seconds(proc.proc.pid), runner_runs(metrics0), api_requests(admin)
         queue0 = histogram(metrics0, "workqueue_queue_duration_seconds")
+        gaps0 = running_gaps(metrics0)
         began = time.monotonic()
         churned = churn(custom, namespace, int(count * args.churn), hold_seconds) if args.churn else None
         time.sleep(max(0.0, hold_seconds - (time.monotonic() - began)))
         metrics1 = proc.metrics()
         cpu1, runs1, api1 = cpu_seconds(proc.proc.pid), runner_runs(metrics1), api_requests(admin)
         p99, top, handed = lateness(queue0, histogram(metrics1, "workqueue_queue_duration_seconds"))
+        gaps = gap_text(gaps0, running_gaps(metrics1), poll)
         rss = peak_rss_mib(proc.proc.pid)
         proc.stop()
     finally:
@@ -188,6 +213,7 @@ def hold(admin, plane, workdir: str, count: int, variant: str, args) -> dict:
         "handed": handed,
         "p99": p99,
         "top": top,
+        "gaps": gaps,
         "api": sum(rates.values()),
         "own_api": own,
         "churned": churned,
@@ -228,12 +254,13 @@ def main() -> None:
     )
     print(
         "| polls | CPU cores (with children) | peak RSS MiB | runner runs | keys per run "
-        "| poll late p99 / max (bucket) | API req/s (all / controller's) | top resources req/s | churn |"
+        "| poll late p99 / max (bucket) | Running poll gaps | API req/s (all / controller's) "
+        "| top resources req/s | churn |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            "| %s | %.2f | %.0f | %d | %.0f | <= %gs / <= %gs | %.1f / %.1f | %s | %s |"
+            "| %s | %.2f | %.0f | %d | %.0f | <= %gs / <= %gs | %s | %.1f / %.1f | %s | %s |"
             % (
                 r["variant"],
                 r["cores"],
@@ -242,6 +269,7 @@ def main() -> None:
                 r["handed"] / max(1, r["runs"]),
                 r["p99"],
                 r["top"],
+                r["gaps"],
                 r["api"],
                 r["own_api"],
                 ", ".join("%s %.1f" % (k or "-", v) for v, k in r["api_top"]),

@@ -419,6 +419,7 @@ class Manager:
             else:
                 self._replan(key)
             return
+        self._note_poll(obj, action, answer)
         step = reconciler.apply(Proxy.from_object(obj), action, answer)
 
         def recompute(fresh):
@@ -435,6 +436,16 @@ class Manager:
             self._replan(key)  # the Proxy changed while its call ran: plan again from the new state
             return
         self._finish(key, step)
+
+    def _note_poll(self, obj: dict, action: rec.Action, answer: rec.Answer) -> None:
+        """An answered poll goes into the poll-gap histogram (poll_gaps.py); any other step of
+        the Proxy's instance (a create, a delete) starts its gaps afresh."""
+        if self.metrics is None:
+            return
+        if action.op == rec.GET and answer.ok:
+            self.metrics.poll_gaps.answered(action.uid, (obj.get("status") or {}).get("state", ""))
+        elif action.op != rec.GET:
+            self.metrics.poll_gaps.forget(action.uid)
 
     def _let_go(self, key: str) -> float:
         """Release ``key`` to the queue; returns the seconds since it was handed out."""

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from . import version
+from .poll_gaps import PollGaps
 from .queue_metrics import WorkQueueMetrics
 from .rest_metrics import RestClientMetrics
 
@@ -84,6 +85,7 @@ class Metrics:
             buckets=(0.1, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300),
         )
         self.queue = WorkQueueMetrics(self.registry, CONTROLLER)
+        self.poll_gaps = PollGaps(self.registry)
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...
         ProcessCollector(registry=self.registry)
         children = Gauge(
