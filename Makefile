@@ -42,8 +42,9 @@ guest-image:
 # The molecule scenarios run in a pytest session of their own, after the main one, so their step
 # and its duration stand apart in CI's output. Nothing requires it: one session holding both
 # works too (the machine-wide libvirt test lock is taken once per process and shared).
+# --durations: the slowest tests in CI's output, so the step's time can be read where it goes.
 pytest:
-	@hack/timed.sh pytest python -m pytest $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py --ignore=tests/faults
+	@hack/timed.sh pytest python -m pytest --durations=30 $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py --ignore=tests/faults
 
 molecule:
 	@hack/timed.sh "molecule scenarios (pytest tests/roles/test_molecule.py)" python -m pytest tests/roles/test_molecule.py
