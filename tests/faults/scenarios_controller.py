@@ -109,6 +109,32 @@ def _finish(env, outcome: Outcome, names: list) -> None:
     outcome.check(["left behind: run process %d" % p for p in run_processes(env)])
 
 
+def _ready_proxy(env, name: str, spec: dict) -> None:
+    """``name`` Ready under a controller without faults, which is then stopped."""
+    env.controller.start(extra_args=LEASE)
+    env.controller.wait_ready()
+    env.create(name, spec)
+    env.wait_ready(name)
+    env.controller.stop()
+
+
+def _kill_through(env, fault: str, act) -> None:
+    """A controller with the fault point ``fault``; ``act()``, then wait for its SIGKILL."""
+    env.controller.start(fault=fault, extra_args=LEASE)
+    env.controller.wait_ready()
+    act()
+    kube_testlib.wait_for("the fault's SIGKILL", lambda: env.controller.proc.poll() is not None, 120)
+    env.controller._log.close()
+
+
+def _restart(env) -> float:
+    """Start the controller again; returns when the restart began (the recovery's start)."""
+    restarted = time.monotonic()
+    env.controller.start(extra_args=LEASE)
+    env.controller.wait_ready()
+    return restarted
+
+
 def killed_at(fault: str):
     """SIGKILL through the controller's fault point ``after-finalizer``, ``after-create`` or
     ``after-delete``."""
@@ -118,22 +144,11 @@ def killed_at(fault: str):
         sentinel, spec = secret(env)
         name = "f-" + uuid.uuid4().hex[:8]
         if fault == "after-delete":
-            env.controller.start(extra_args=LEASE)
-            env.controller.wait_ready()
-            env.create(name, spec)
-            env.wait_ready(name)
-            env.controller.stop()
-        env.controller.start(fault=fault, extra_args=LEASE)
-        env.controller.wait_ready()
-        if fault == "after-delete":
-            env.delete(name)
+            _ready_proxy(env, name, spec)
+            _kill_through(env, fault, lambda: env.delete(name))
         else:
-            env.create(name, spec)
-        kube_testlib.wait_for("the fault's SIGKILL", lambda: env.controller.proc.poll() is not None, 120)
-        env.controller._log.close()
-        restarted = time.monotonic()
-        env.controller.start(extra_args=LEASE)
-        env.controller.wait_ready()
+            _kill_through(env, fault, lambda: env.create(name, spec))
+        restarted = _restart(env)
         if fault == "after-delete":
             env.wait_gone(name, timeout=120)
             outcome.recovery_seconds = round(time.monotonic() - restarted, 2)
@@ -157,20 +172,10 @@ def killed_mid_replacement(env, scenario) -> Outcome:
     outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
     sentinel, spec = secret(env)
     name = "r-" + uuid.uuid4().hex[:8]
-    env.controller.start(extra_args=LEASE)
-    env.controller.wait_ready()
-    env.create(name, spec)
-    env.wait_ready(name)
-    env.controller.stop()
-    env.controller.start(fault="after-delete", extra_args=LEASE)
-    env.controller.wait_ready()
-    env.patch_spec(name, {"provider": "tiny"})
-    kube_testlib.wait_for("the fault's SIGKILL", lambda: env.controller.proc.poll() is not None, 120)
-    env.controller._log.close()
+    _ready_proxy(env, name, spec)
+    _kill_through(env, "after-delete", lambda: env.patch_spec(name, {"provider": "tiny"}))
     killed_with = (len(env.instances()), len(env.instances(env.state_dir + "-tiny")))
-    restarted = time.monotonic()
-    env.controller.start(extra_args=LEASE)
-    env.controller.wait_ready()
+    restarted = _restart(env)
     env.wait(
         name,
         lambda o: (
