@@ -90,24 +90,31 @@ class Manager:
         self._waiting = {}  # provider -> keys (held) waiting for one of its run slots
         self._runs = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="run")
         self._in_flight = set()  # futures of runs not yet applied
-        self.reconciler = Reconciler(settings, [])
+        self.reconciler = self._reconciler()
         self.last_progress = time.monotonic()  # the loop's heartbeat, for /healthz
         self.owns = owns  # with --shards: is the key in a shard this replica dispatches?
 
     # -- config ------------------------------------------------------------------------
 
+    def _reconciler(self) -> Reconciler:
+        return Reconciler(
+            self.settings, self.config.names, changed_at=self.config.changed_at, epochs=self.config.epochs
+        )
+
     def reload_config(self) -> None:
         if not self.config.refresh():
             return
         self.executor.providers_file = self.config.in_use
-        self.reconciler = Reconciler(self.settings, self.config.names)
+        self.reconciler = self._reconciler()
         missing = {}
-        changed = self.config.changed
+        changed, rotated = self.config.changed, self.config.rotated
         for key in self.informer.cache_keys():
             proxy = Proxy.from_object(self.informer.get(key) or {})
             # Only Proxies of a provider this version added (releases latched ones), removed or
             # changed are planned again: 10,000 others need no run for a new provider's entry.
-            if proxy.spec.provider in changed or proxy.made_by in changed:
+            # Rotated credential files re-plan only the latched: the rest keep their polls.
+            providers = {proxy.spec.provider, proxy.made_by}
+            if providers & changed or (providers & rotated and proxy.latched):
                 self.queue.add(key)
             if proxy.status.get("providerID") and proxy.made_by not in self.config.names:
                 missing[proxy.made_by] = missing.get(proxy.made_by, 0) + 1

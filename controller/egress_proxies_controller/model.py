@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import api
 from .spec import ProxySpec
 
 CREATE, GET, DELETE = "create", "get", "delete"
@@ -44,6 +45,7 @@ class Action:
     generation: int = 0
     spec_hash: str = ""
     resource_version: str = ""
+    config_epoch: int = 0  # how many times its provider's configuration had changed when planned
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +103,14 @@ class Proxy:
     def made_by(self) -> str:
         """The provider that made the current instance (status.provider; older status: the spec's)."""
         return self.status.get("provider") or self.spec.provider
+
+    @property
+    def latched(self) -> bool:
+        """PermanentError is True: no provider call until the spec or its provider's configuration changes."""
+        return any(
+            c.get("type") == api.COND_PERMANENT and c.get("status") == "True"
+            for c in self.status.get("conditions") or []
+        )
 
 
 def object_fields(obj: dict) -> dict:

@@ -8,6 +8,13 @@ calls no backend). A version that fails either is reported once (log line, metri
 detail and one Event naming the file and the problem) and the last good copy stays in use, so
 no Proxy is latched, loses its instance or gets an Event of its own; the next good version is
 taken by itself. Until a first good version exists, no provider call is made at all.
+
+A provider's configuration is its entry and the credential files the entry names
+(credential_watch.py): ``changed_at`` says when this process last saw either change, which is
+what releases a Proxy latched PermanentError before it, and ``epochs`` counts the changes, so an
+answer to a call planned under an older configuration is never latched (reconciler.py). The
+first good version counts as a change of every provider: what changed while no controller ran
+cannot be known, so each latched Proxy is tried once more after a start.
 """
 
 from __future__ import annotations
@@ -17,8 +24,11 @@ import json
 import logging
 import os
 import tempfile
+import time
 
 import yaml
+
+from .credential_watch import CredentialWatch
 
 log = logging.getLogger("egress_proxies_controller.providers_config")
 
@@ -26,6 +36,12 @@ TOP_LEVEL_KEYS = frozenset({"installation", "providers"})
 ENTRY_KEYS = frozenset(
     {"name", "type", "rateLimit"}
 )  # the modules' config.ENTRY_KEYS (a test keeps them equal)
+
+
+def entries_of(data: bytes) -> dict:
+    """Provider name -> its entry, of a file that passed ``check``."""
+    doc = yaml.safe_load(data.decode("utf-8")) or {}
+    return {entry["name"]: entry for entry in doc.get("providers") or []}
 
 
 def entry_digests(data: bytes) -> dict:
@@ -83,7 +99,7 @@ class ProvidersConfig:
     problems they find, and raises when it could not run (then the file is tried again later).
     """
 
-    def __init__(self, path: str, private_dir: str, validate, report=None):
+    def __init__(self, path: str, private_dir: str, validate, report=None, clock=time.time):
         self.path = path
         self.private_dir = private_dir
         self._validate = validate
@@ -91,6 +107,12 @@ class ProvidersConfig:
         self.names: list = []
         self.digests: dict = {}  # provider name -> entry digest of the version in use
         self.changed: set = set()  # providers the last refresh added, removed or changed
+        self.rotated: set = set()  # providers only whose credential files the last refresh saw change
+        self.entries: dict = {}  # provider name -> entry of the version in use
+        self.changed_at: dict = {}  # provider name -> wall time its configuration last changed
+        self.epochs: dict = {}  # provider name -> how many times it changed in this process
+        self._credentials = CredentialWatch()
+        self._clock = clock
         self.in_use: str | None = None
         self.error = ""
         self._seen = None  # digest of the last version looked at
@@ -99,8 +121,26 @@ class ProvidersConfig:
             os.unlink(os.path.join(private_dir, stale))
 
     def refresh(self) -> bool:
-        """Look at the file; True when the configuration in use changed (``changed`` names the
-        providers whose Proxies must be planned again)."""
+        """Look at the file and the credential files of the version in use; True when the
+        configuration in use changed: ``changed`` names the providers whose entry changed (their
+        Proxies are planned again), ``rotated`` those whose credential files alone changed (their
+        latched Proxies are)."""
+        took = self._take_new_version()
+        if not took:
+            self.changed = set()
+        self.rotated = self._credentials.refresh(self.entries) - self.changed
+        if not took and not self.rotated:
+            return False
+        now = self._clock()
+        for name in self.changed | self.rotated:
+            self.changed_at[name] = now
+            self.epochs[name] = self.epochs.get(name, 0) + 1
+        for name in self.rotated:
+            log.info("credential files of provider %s changed: its latched Proxies are planned again", name)
+        return True
+
+    def _take_new_version(self) -> bool:
+        """True when a new good version of the file is now in use (``changed`` set)."""
         problem = ""
         try:
             with open(self.path, "rb") as handle:
@@ -137,6 +177,7 @@ class ProvidersConfig:
         digests = entry_digests(data)
         self.changed = {n for n in set(digests) | set(self.digests) if digests.get(n) != self.digests.get(n)}
         self.in_use, self.names, self.digests = candidate, names, digests
+        self.entries = entries_of(data)
         log.info("providers file %s in use: providers %s", self.path, ", ".join(names) or "none")
         if self.error:
             self.error = ""

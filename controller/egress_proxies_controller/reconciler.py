@@ -15,10 +15,13 @@ Guarantees:
   created only once it said the old one is gone (never two at once);
 * NotFound clears the id and creates again (normal), advances a replacement, or releases the
   finalizer (deleting); it is the only answer that ever does;
-* Permanent is latched as PermanentError until ``metadata.generation`` changes, or until the
-  missing provider it names appears in the providers file; a provider that left the file while
-  its Proxies still have instances is a configuration mistake the manager reports once, not a
-  latch;
+* Permanent is latched as PermanentError until ``metadata.generation`` changes, until the
+  missing provider it names appears in the providers file, or until its provider's
+  configuration (its entry, a credential file the entry names) changes after the latch (a
+  rotated kubeconfig or SSH key, a host put back); an answer to a call planned under an older
+  configuration of its provider is retried, never latched (the credentials it failed with may
+  be the ones just replaced); a provider that left the file while its Proxies still have
+  instances is a configuration mistake the manager reports once, not a latch;
 * QuotaExceeded sets its condition and retries after ``quota_retry`` without counting as an
   error; everything else backs off (rate-limited requeue), and a failed poll keeps Ready;
 * while deleting, a Proxy without a providerID is looked up by name before it is released, and
@@ -33,6 +36,9 @@ Guarantees:
 """
 
 from __future__ import annotations
+
+import dataclasses
+import datetime
 
 from . import api, conditions
 from .model import (
@@ -66,10 +72,21 @@ def _gone(answer: Answer) -> bool:
 
 
 class Reconciler:
-    def __init__(self, settings: Settings, configured_providers, now=conditions.now_rfc3339):
+    def __init__(
+        self,
+        settings: Settings,
+        configured_providers,
+        now=conditions.now_rfc3339,
+        changed_at: dict | None = None,
+        epochs: dict | None = None,
+    ):
         self.settings = settings
         self.configured = frozenset(configured_providers)
         self._now = now
+        # provider -> wall time / count of its configuration's changes (providers_config.py);
+        # shared with the watch, so always current
+        self.changed_at = changed_at if changed_at is not None else {}
+        self.epochs = epochs if epochs is not None else {}
 
     # -- plan --------------------------------------------------------------------------
 
@@ -84,7 +101,18 @@ class Reconciler:
             proxy.generation,
             proxy.spec.hash(),
             proxy.resource_version,
+            self.epochs.get(provider, 0),
         )
+
+    def _configuration_changed_since(self, proxy: Proxy, latched: dict) -> bool:
+        """Has the configuration of a provider this Proxy uses changed since ``latched`` was
+        written? lastTransitionTime has whole seconds: a change within the latch's second
+        counts (one call too many is harmless, a latch never released is not)."""
+        try:
+            since = datetime.datetime.fromisoformat(latched.get("lastTransitionTime", "")).timestamp()
+        except (TypeError, ValueError):
+            return True
+        return any(self.changed_at.get(p, 0.0) >= since for p in {proxy.spec.provider, proxy.made_by})
 
     def plan(self, proxy: Proxy) -> Step:
         if proxy.deleting:
@@ -99,10 +127,10 @@ class Reconciler:
             and latched.get("status") == "True"
             and latched.get("observedGeneration") == proxy.generation
         ):
-            released = (
-                latched.get("reason") == api.REASON_PROVIDER_NOT_CONFIGURED
-                and proxy.spec.provider in self.configured
-            )
+            if latched.get("reason") == api.REASON_PROVIDER_NOT_CONFIGURED:
+                released = proxy.spec.provider in self.configured
+            else:
+                released = self._configuration_changed_since(proxy, latched)
             if not released:
                 return step  # latched: no provider calls until the spec (generation) changes
         if proxy.spec.provider not in self.configured:
@@ -200,6 +228,13 @@ class Reconciler:
             PHASE_REPLACE: self._after_replace,
             PHASE_FINAL: self._after_final,
         }[action.phase]
+        if answer.error_class == PERMANENT and self.epochs.get(action.provider, 0) != action.config_epoch:
+            answer = dataclasses.replace(
+                answer,
+                error_class=TRANSIENT,
+                message="%s (the provider's configuration changed during the call: retrying)"
+                % answer.message,
+            )
         return handler(proxy, action, answer)
 
     @staticmethod
@@ -536,7 +571,8 @@ class Reconciler:
             api.COND_PERMANENT,
             True,
             reason,
-            "%s. Fix the spec or the providers file; nothing is retried until then." % message,
+            "%s. Fix the spec, the providers file or its credential files; nothing is retried until then."
+            % message,
             gen,
             now,
         )

@@ -12,6 +12,10 @@ the file, never its content.
 
 from __future__ import annotations
 
+# The config keys that name a credential file, in every provider's block. The controller watches
+# these files (a rotation releases latched Proxies) and keeps its own copy of this set.
+FILE_KEYS = ("credentialsFile", "kubeconfig", "sshKeyFile", "knownHostsFile")
+
 
 class CredentialsUnavailable(Exception):
     """A credential file cannot be read right now (classified Transient by every provider)."""

@@ -25,6 +25,11 @@ OPS = ("create", "get", "delete", "list", "check", "sync_auth")
 # instead of latching.
 REASON_CREDENTIALS_FIXED = "CredentialsFixedAtCreation"
 
+# A Permanent error's ``reason`` when the id names a host (libvirt) the provider's config no
+# longer has: nothing can reach the instance, so it is neither read nor deleted, never reported
+# gone (a host dropped by a typo would otherwise leak its domains).
+REASON_HOST_NOT_CONFIGURED = "HostNotConfigured"
+
 
 class ProviderError(Exception):
     """One classified failure of one provider operation."""
@@ -91,6 +96,13 @@ def credentials_fixed(op, provider_name, provider_id, cause) -> ProviderError:
     """Permanent: the instance's credentials were fixed at its creation; replace it to change them."""
     err = wrap(PERMANENT, op, provider_name, provider_id, cause)
     err.reason = REASON_CREDENTIALS_FIXED
+    return err
+
+
+def host_not_configured(op, provider_name, provider_id, cause) -> ProviderError:
+    """Permanent: the id's host is not in the config, so its instance cannot be reached."""
+    err = wrap(PERMANENT, op, provider_name, provider_id, cause)
+    err.reason = REASON_HOST_NOT_CONFIGURED
     return err
 
 

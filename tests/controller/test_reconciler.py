@@ -156,9 +156,10 @@ def test_provider_not_configured_latch_is_released_when_the_provider_appears(r):
     assert cond(step.status, api.COND_PERMANENT)["status"] == "False"
 
 
-def test_other_permanent_latch_is_not_released_by_config(r):
+def test_other_permanent_latch_is_not_released_by_another_providers_config(r):
     latched = r._latch(proxy(), r.plan(proxy()), "CreateFailed", "bad image", 1).status
-    assert Reconciler(SETTINGS, ["local", "x"]).plan(proxy(status=latched)).action is None
+    later = Reconciler(SETTINGS, ["local", "x"], changed_at={"x": 1e12}, epochs={"x": 1})
+    assert later.plan(proxy(status=latched)).action is None
 
 
 # -- create -------------------------------------------------------------------------------

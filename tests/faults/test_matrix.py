@@ -17,6 +17,7 @@ from faults.scenarios_controller_link import SCENARIOS as CONTROLLER_LINK
 from faults.scenarios_controller_ops import SCENARIOS as CONTROLLER_OPS
 from faults.scenarios_crashes import SCENARIOS as CRASHES
 from faults.scenarios_health_link import SCENARIOS as HEALTH_LINK
+from faults.scenarios_host_removed import SCENARIOS as HOST_REMOVED
 from faults.scenarios_local import SCENARIOS as LOCAL
 from faults.scenarios_network import SCENARIOS as NETWORK
 from faults.scenarios_operations import SCENARIOS as OPERATIONS
@@ -29,6 +30,7 @@ ALL = (
     + LOCAL
     + CRASHES
     + OPERATIONS
+    + HOST_REMOVED
     + RESTARTS
     + CONTROLLER
     + CONTROLLER_LINK

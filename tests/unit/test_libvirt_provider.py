@@ -368,7 +368,18 @@ def test_malformed_and_unconfigured_ids_are_permanent(image_server):
         assert klass(lambda bad=bad: provider.get(bad, dl())) == errors.PERMANENT
     for bad in ["", "hosts/h1/domains"]:
         assert klass(lambda bad=bad: provider.delete(bad, dl())) == errors.PERMANENT
-    provider.delete("hosts/h9/domains/proxy-a", dl())  # a host no longer configured: nothing to do
+    assert dialer.dials == []
+
+
+def test_a_host_no_longer_configured_is_never_reported_deleted(image_server):
+    """Its domain is still there: a delete that said done would leak it (a typo in the hosts)."""
+    provider, dialer, _hosts = make(image_server)
+    for op in (provider.get, provider.delete):
+        with pytest.raises(errors.ProviderError) as caught:
+            op("hosts/h9/domains/proxy-a", dl())
+        err = caught.value
+        assert (err.error_class, err.reason) == (errors.PERMANENT, errors.REASON_HOST_NOT_CONFIGURED)
+        assert "'h9'" in str(err) and "h1" in str(err)
     assert dialer.dials == []
 
 

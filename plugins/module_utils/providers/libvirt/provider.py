@@ -102,11 +102,29 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             lock.release()
 
     def _parse(self, op: str, provider_id: str):
+        """``(name, host)`` of an id whose host is configured; Permanent otherwise. A host that
+        left the config is HostNotConfigured for every operation, delete included: its domains
+        are still there, and a delete that said done would leak them (the reference's GC blind
+        spot). Put the host back to delete them; the controller's skip-cleanup releases a Proxy
+        of a host that is gone for good."""
         try:
             host_name, name = ids.parse_id(provider_id)
         except ValueError as exc:
             raise errors.permanent(op, self.name, provider_id, exc) from exc
-        return host_name, name, self.config.host(host_name)
+        host = self.config.host(host_name)
+        if host is None:
+            log.warning(
+                "provider=%s op=%s %s: host %r is not in the config", self.name, op, provider_id, host_name
+            )
+            raise errors.host_not_configured(
+                op,
+                self.name,
+                provider_id,
+                "host %r is not in this provider's hosts (configured: %s): its domain cannot be reached, "
+                "so it is neither read nor deleted; put the host back in the config"
+                % (host_name, ", ".join(h.name for h in self.config.hosts)),
+            )
+        return name, host
 
     # -- contract ------------------------------------------------------------------------
 
@@ -178,9 +196,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         return provider_id
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
-        host_name, name, host = self._parse("get", provider_id)
-        if host is None:
-            raise errors.permanent("get", self.name, provider_id, "host %r is not in the config" % host_name)
+        name, host = self._parse("get", provider_id)
         try:
             conn = self.hosts.get(host, deadline)
             marks = inspect.read_marks(conn, name, self.type_name)
@@ -192,16 +208,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         return found
 
     def delete(self, provider_id: str, deadline) -> None:
-        host_name, name, host = self._parse("delete", provider_id)
-        if host is None:
-            # Nothing configured can reach it; the reference's choice (a documented GC blind spot).
-            log.warning(
-                "provider=%s op=delete %s: host %r is not in the config, nothing to do",
-                self.name,
-                provider_id,
-                host_name,
-            )
-            return
+        name, host = self._parse("delete", provider_id)
         try:
             with self.locked(provider_id, deadline):
                 conn = self.hosts.get(host, deadline)
@@ -247,11 +254,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         its marks the same line): the same credentials are ``False``; others, or a domain made
         without auth, are Permanent saying it must be replaced (check mode too: applying would
         fail the same way)."""
-        host_name, name, host = self._parse("sync_auth", provider_id)
-        if host is None:
-            raise errors.permanent(
-                "sync_auth", self.name, provider_id, "host %r is not in the config" % host_name
-            )
+        name, host = self._parse("sync_auth", provider_id)
         try:
             conn = self.hosts.get(host, deadline)
             marks = inspect.read_marks(conn, name, self.type_name)
