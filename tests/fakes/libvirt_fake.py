@@ -32,6 +32,8 @@ class FakeHost:
         }
         # libvirt's max vCPUs per domain type, or the error asking for it raises.
         self.max_vcpus = {"kvm": 1024, "qemu": 16}
+        # the host CPU's features in its capabilities XML (vmx: KVM with hardware virtualisation)
+        self.cpu_features = ["vme", "vmx", "hypervisor"]
         self.start_error = None  # raised by every domain start, which leaves it off/failed
         self.fail = {}  # method -> exception to raise (once per entry if a list)
         self.block = {}  # method -> threading.Event the call waits on
@@ -154,6 +156,14 @@ class FakeConnection:
         self._enter("domain_state_reason", (name,))
         dom = self._domain(name)
         return dom["state"], dom.get("reason", 0)
+
+    def capabilities(self):
+        self._enter("capabilities", ())
+        features = "".join("<feature name='%s'/>" % f for f in self.host.cpu_features)
+        return (
+            "<capabilities><host><uuid>0</uuid><cpu><arch>x86_64</arch><model>Broadwell</model>"
+            "%s</cpu></host></capabilities>" % features
+        )
 
     def max_vcpus(self, virt_type):
         self._enter("max_vcpus", (virt_type,))

@@ -77,6 +77,42 @@ def test_other_errors_of_the_type_question_are_not_a_verdict(make_host):
     assert (status.ready, status.reason) == (False, "Unreachable")
 
 
+# The host CPU of a machine whose /dev/kvm is kvm_pvm (seen on an Intel Xeon cloud VM: a kvm
+# guest started as libvirt saw it, then printed nothing, or paused on an emulation failure).
+PVM_FEATURES = ["vme", "ss", "hypervisor", "avx512f", "la57"]
+
+
+def test_a_kvm_without_hardware_virtualisation_is_unsupported_and_creates_nothing(make_host):
+    provider, host = make_host("kvm", cpu_features=PVM_FEATURES)
+    (status,) = provider.check(dl())
+    assert (status.ready, status.reason) == (False, "DomainTypeUnsupported")
+    assert "neither vmx nor svm" in status.message and "domainType: qemu" in status.message
+    with pytest.raises(ProviderError) as caught:
+        provider.create(request("a"), dl())
+    assert caught.value.error_class == errors.TRANSIENT
+    assert "kvm_pvm" in str(caught.value) and "domainType: qemu" in str(caught.value)
+    assert host.domains == {} and not any(v.startswith("proxy-") for v in host.pools["default"]["volumes"])
+    with pytest.raises(ProviderError):
+        provider.create(request("b"), dl())
+    assert [c[1] for c in host.calls].count("capabilities") == 2  # one per check, once per create run
+
+
+@pytest.mark.parametrize("features", [["vme", "svm"], ["vmx"], []])
+def test_hardware_virtualisation_or_no_feature_list_is_no_verdict(make_host, features):
+    provider, _host = make_host("kvm", cpu_features=features)
+    (status,) = provider.check(dl())
+    assert (status.ready, status.reason) == (True, "Reachable")
+    provider.create(request("a"), dl())
+
+
+def test_a_qemu_host_is_never_asked_about_hardware_virtualisation(make_host):
+    provider, host = make_host("qemu", cpu_features=PVM_FEATURES)
+    provider.create(request("a"), dl())
+    (status,) = provider.check(dl())
+    assert (status.ready, status.reason) == (True, "Reachable")
+    assert "capabilities" not in [c[1] for c in host.calls]
+
+
 def test_guests_that_cannot_start_under_kvm_are_reported_with_the_fix(make_host):
     """Nested KVM whose capabilities look fine but whose guests die at start (seen on AMD EPYC:
     "failed to set MSR 0x10a"): the create is Transient with the fix in its message, and the

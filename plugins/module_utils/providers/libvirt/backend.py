@@ -117,6 +117,9 @@ class Connection(Protocol):
         """The most vCPUs a guest of ``virt_type`` may have; an error when the host has no such
         type (for ``kvm``: /dev/kvm cannot be opened)."""
 
+    def capabilities(self) -> str:
+        """The host's capabilities XML (virConnectGetCapabilities: its CPU and its features)."""
+
     def domain_metadata(self, name: str, uri: str) -> str: ...
 
     def domain_define(self, xml: str) -> None: ...

@@ -10,6 +10,11 @@ it retries for ever. The check tells the admin instead, two ways:
   opens /dev/kvm and asks the kernel): a type the host cannot run is
   ``DomainTypeUnsupported``. (``virConnectGetDomainCapabilities`` would say more, but its 9 KB
   reply stalls libvirt's libssh transport for as long as the call is allowed.)
+- the host CPU's features in its capabilities: a ``kvm`` host whose CPU shows neither ``vmx``
+  nor ``svm`` has a KVM without hardware virtualisation (a software one such as kvm_pvm, which
+  runs only guest kernels built for it). Its guests start, as libvirt sees it, then never run
+  or pause on an emulation failure: it is ``DomainTypeUnsupported``, and a create there fails
+  Transient with the fix instead of making a guest that never comes up.
 - what the host's own guests say: domains of ours that failed to start (shut off, reason
   ``failed``) or that stopped on an emulation failure (paused, reason ``crashed`` or
   ``unknown``, or crashed) are ``GuestsFailing``, with the names; that is how a nested KVM
@@ -20,6 +25,8 @@ Both are pure over the connection seam, so the fake and libvirt answer alike.
 """
 
 from __future__ import annotations
+
+import xml.etree.ElementTree as ET
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend
 
@@ -44,6 +51,8 @@ SHUTOFF_FAILED = 6
 PAUSED_UNKNOWN = 0
 PAUSED_CRASHED = 10
 NAMES_SHOWN = 3
+# CPU features of hardware virtualisation (Intel VT-x, AMD-V) in a host's capabilities XML.
+HARDWARE_VIRTUALISATION = frozenset({"vmx", "svm"})
 # Refusals of the max-vcpus call that mean "no such domain type here".
 UNSUPPORTED_CODES = (
     backend.ERR_NO_SUPPORT,
@@ -76,7 +85,33 @@ def capability_problem(conn, domain_type: str) -> str:
         if exc.code in UNSUPPORTED_CODES or no_device:
             return "the host cannot run domainType %s guests: %s" % (domain_type, exc)
         raise
-    return ""
+    if domain_type != "kvm":
+        return ""
+    try:
+        caps = conn.capabilities()
+    except backend.LibvirtCallError as exc:
+        if exc.code in UNSUPPORTED_CODES:
+            return ""  # cannot tell: the guests' own state still will
+        raise
+    return software_kvm_problem(caps)
+
+
+def software_kvm_problem(capabilities_xml: str) -> str:
+    """Why a host whose /dev/kvm works still cannot run ordinary KVM guests, or ``""``: its
+    CPU lists features but neither ``vmx`` nor ``svm``. A capabilities document without a CPU
+    feature list says nothing either way (``""``)."""
+    try:
+        root = ET.fromstring(capabilities_xml)
+    except ET.ParseError:
+        return ""
+    features = {f.get("name") for f in root.findall("./host/cpu/feature")}
+    if not features or features & HARDWARE_VIRTUALISATION:
+        return ""
+    model = (root.findtext("./host/cpu/model") or "?").strip()
+    return (
+        "the host's KVM has no hardware virtualisation (its %s CPU shows neither vmx nor svm: a "
+        "software KVM such as kvm_pvm, whose guests start but never run)" % model
+    )
 
 
 def failing_guests(conn, namespace_uri: str) -> list:

@@ -149,6 +149,10 @@ class LibvirtConnection:
         return int(self._conn.getMaxVcpus(virt_type))
 
     @_calls
+    def capabilities(self) -> str:
+        return self._conn.getCapabilities()
+
+    @_calls
     def domain_metadata(self, name: str, uri: str) -> str:
         return self._domain(name).metadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, uri, 0)
 

@@ -62,6 +62,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         self.dialer = dialer
         self.hosts = HostTable(dialer, self.budgets, name)
         self.check_dials = 0
+        self._kvm_problems = {}  # host name -> why its KVM cannot run guests ("" = it can), per process
         self._locks = {}
         self._locks_guard = threading.Lock()
         if block.insecure_ignore_host_key:
@@ -84,6 +85,19 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         if isinstance(exc, create.CredentialsFixed):
             return errors.credentials_fixed(op, self.name, provider_id, exc)
         return errors.wrap(classify(op, exc), op, self.name, provider_id, exc)
+
+    def _refuse_kvm_that_cannot_run(self, conn, host, provider_id: str) -> None:
+        """A ``kvm`` host whose KVM cannot run ordinary guests (domain_type.py) gets no new guest:
+        it would start as libvirt sees it and never come up, so the create fails Transient with
+        the fix. Asked once per host and process (a batch on one host pays two small calls)."""
+        if host.domain_type != "kvm":
+            return
+        if host.name not in self._kvm_problems:
+            self._kvm_problems[host.name] = domain_type.capability_problem(conn, "kvm")
+        problem = self._kvm_problems[host.name]
+        if problem:
+            message = "%s; %s" % (problem, domain_type.FIX_HINT)
+            raise errors.transient("create", self.name, provider_id, message)
 
     def _lock(self, key: str) -> threading.Lock:
         with self._locks_guard:
@@ -173,6 +187,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                     create.adopt(conn, self.type_name, req, deadline)
                     outcome = "adopted"
                 else:
+                    self._refuse_kvm_that_cannot_run(conn, plan.host, provider_id)
                     create.build(self, conn, plan, req, deadline)
                     outcome = "created"
         except Exception as exc:
