@@ -12,6 +12,7 @@ from faults import provider_round
 from faults.results import Outcome
 from faults.scenarios_answers import SCENARIOS as ANSWERS
 from faults.scenarios_controller import SCENARIOS as CONTROLLER
+from faults.scenarios_controller_credentials import SCENARIOS as CONTROLLER_CREDENTIALS
 from faults.scenarios_controller_leader import SCENARIOS as CONTROLLER_LEADER
 from faults.scenarios_controller_link import SCENARIOS as CONTROLLER_LINK
 from faults.scenarios_controller_ops import SCENARIOS as CONTROLLER_OPS
@@ -36,6 +37,7 @@ ALL = (
     + CONTROLLER_LINK
     + HEALTH_LINK
     + CONTROLLER_OPS
+    + CONTROLLER_CREDENTIALS
     + CONTROLLER_LEADER
 )
 #: libvirt last: its fixture may wait for another session's machine-wide libvirt test lock
