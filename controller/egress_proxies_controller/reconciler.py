@@ -112,7 +112,7 @@ class Reconciler:
             since = datetime.datetime.fromisoformat(latched.get("lastTransitionTime", "")).timestamp()
         except (TypeError, ValueError):
             return True
-        return any(self.changed_at.get(p, 0.0) >= since for p in {proxy.spec.provider, proxy.made_by})
+        return any(self.changed_at.get(p, 0.0) >= since for p in (proxy.spec.provider, proxy.made_by))
 
     def plan(self, proxy: Proxy) -> Step:
         if proxy.deleting:

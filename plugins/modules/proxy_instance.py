@@ -332,7 +332,7 @@ instance:
           the instance's credentials were fixed at its creation (C(gcp), C(kvm), C(kvm2)) and other ones
           were asked for; only a new instance can have them (the controller then replaces it).
           C(HostNotConfigured) when the id names a C(kvm)/C(kvm2) host the provider's config no longer
-          has: the instance cannot be reached, so it is neither read nor deleted (put the host back).
+          has; the instance cannot be reached, so it is neither read nor deleted (put the host back).
       type: str
       returned: on such a failure
       sample: CredentialsFixedAtCreation

@@ -179,7 +179,10 @@ def _finish(env, outcome: Outcome, proxies: list) -> None:
     for name in proxies:
         env.delete(name)
     wait_all(env, outcome, proxies, gone, "deleted", 60)
-    left = lambda: [f for u in uids.values() for f in _pods(env, u)]  # noqa: E731
+
+    def left() -> list:
+        return [f for u in uids.values() for f in _pods(env, u)]
+
     if not playbook_runs.wait_for(lambda: not left(), 30):
         outcome.check(["left behind: %s" % f for f in left()])
     else:
