@@ -171,6 +171,7 @@ class Converger:
             item = dataclasses.replace(item, name=before.name, uid=before.uid)
         if self.pm.check_mode:
             return _result(item, True, provider_id=provider_id, state="deleting")
+        unreached = ""
         try:
             provider.delete(provider_id, deadline)
             try:
@@ -183,9 +184,13 @@ class Converger:
                 ):
                     raise
                 remaining = None
+                unreached = getattr(exc, "reason", "") if exc.error_class == errors.PERMANENT else ""
         except errors.ProviderError as exc:
             return failure(item, exc, provider_id)
         result = _result(item, True, remaining, provider_id)
+        if unreached:
+            # Released, not proven deleted: the caller (and its log) must be able to tell.
+            result["reason"] = unreached
         if remaining is not None and item.wait:
             return self._wait_gone(provider, item, provider_id, result)
         return result
@@ -291,6 +296,11 @@ def run(pm) -> dict:
         return converger.converge(item)
 
     results = batch.run(items, work, failure, concurrency=int(pm.params["concurrency"]))
+    for released in (r for r in results if not r.get("failed") and r.get("reason")):
+        pm.module.warn(
+            "%s: released without reaching it (%s): its host is not in the provider's config; "
+            "put the host back and proxy_gc collects its instance" % (released["id"], released["reason"])
+        )
     changed = any(r.get("changed") for r in results)
     failed = [r for r in results if r.get("failed")]
     out = {"changed": changed}

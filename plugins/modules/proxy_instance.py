@@ -332,9 +332,12 @@ instance:
           the instance's credentials were fixed at its creation (C(gcp), C(kvm), C(kvm2)) and other ones
           were asked for; only a new instance can have them (the controller then replaces it).
           C(HostNotConfigured) when the id names a C(kvm)/C(kvm2) host the provider's config no longer
-          has; the instance cannot be reached, so it is neither read nor deleted (put the host back).
+          has; the instance cannot be reached, so it is not read (put the host back).
+        - On an O(state=absent) success, C(HostNotConfigured) says the id was released without
+          being reached (its host left the config; a warning says so too); with the host back,
+          M(crawl.egress_proxies.proxy_gc) collects the instance, whose owner is then gone.
       type: str
-      returned: on such a failure
+      returned: on such a failure, or on such a release
       sample: CredentialsFixedAtCreation
 results:
   description: One entry per item of O(instances), in order.

@@ -217,18 +217,18 @@ def test_download_cut_off_is_transient_unmarked_and_retried_cleanly(backend, ima
     provider.delete(provider_id, dl())
 
 
-def test_host_removed_from_config_is_not_configured_for_every_operation(backend):
-    """Not the blueprint's SHOULD (docs/contract.md): a domain on a host the config lost is still
-    there, so neither get nor delete may say anything but HostNotConfigured (a delete that
-    succeeded would leak it, unseen by GC); the controller's skip-cleanup releases its Proxy."""
+def test_host_removed_from_config_get_not_configured_delete_done(backend):
+    """Blueprint §2 and issue 14: Get can never resolve it (Permanent HostNotConfigured); Delete
+    has nothing it could reach and is done, so deletion of its Proxy can finish; with the host
+    back, GC collects the domain (the fault matrix's ops-host-removed)."""
     gone = "hosts/decommissioned/domains/proxy-aaaaaaaaaaaaaaaa"
-    for op in (backend.provider.get, backend.provider.delete):
-        with pytest.raises(errors.ProviderError) as caught:
-            op(gone, dl())
-        assert (caught.value.error_class, caught.value.reason) == (
-            errors.PERMANENT,
-            errors.REASON_HOST_NOT_CONFIGURED,
-        )
+    with pytest.raises(errors.ProviderError) as caught:
+        backend.provider.get(gone, dl())
+    assert (caught.value.error_class, caught.value.reason) == (
+        errors.PERMANENT,
+        errors.REASON_HOST_NOT_CONFIGURED,
+    )
+    backend.provider.delete(gone, dl())
 
 
 def test_check_reports_host_details(backend):

@@ -3,7 +3,8 @@
 A kvm2 instance on a host that has left the providers file: ``get`` is Permanent (no such host),
 ``delete`` succeeds (nothing configured can reach it), and ``get`` after it is Permanent again.
 The module must report the instance gone, not fail Permanent, or the controller can never
-finish deleting that Proxy. Nothing is dialled: the only configured host is never reached.
+finish deleting that Proxy; it says why (reason HostNotConfigured, a warning naming the host).
+Nothing is dialled: the only configured host is never reached.
 """
 
 from __future__ import annotations
@@ -42,5 +43,7 @@ def test_absent_of_an_id_on_a_removed_host_reports_it_gone(tmp_path):
     assert single["instance"]["state"] == "absent" and single["instance"]["id"] == gone
     assert single["changed"] is True  # delete was called and succeeded
     assert [r["op"] for r in single["telemetry"]] == ["get", "delete", "get"]
+    assert single["instance"]["reason"] == "HostNotConfigured"  # released, not proven deleted
     (item,) = run["batch"]["results"]
-    assert item["failed"] is False and item["state"] == "absent"
+    assert item["failed"] is False and item["state"] == "absent" and item["reason"] == "HostNotConfigured"
+    assert "left-the-config" in run.stdout and "proxy_gc" in run.stdout  # the warning

@@ -115,16 +115,17 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         finally:
             lock.release()
 
-    def _parse(self, op: str, provider_id: str):
-        """``(name, host)`` of an id whose host is configured; Permanent otherwise. A host that
-        left the config is HostNotConfigured for every operation, delete included: its domains
-        are still there, and a delete that said done would leak them (the reference's GC blind
-        spot). Put the host back to delete them; the controller's skip-cleanup releases a Proxy
-        of a host that is gone for good."""
+    def _split(self, op: str, provider_id: str) -> tuple:
+        """``(host name, domain name)`` of an id; Permanent when it is not one of ours."""
         try:
-            host_name, name = ids.parse_id(provider_id)
+            return ids.parse_id(provider_id)
         except ValueError as exc:
             raise errors.permanent(op, self.name, provider_id, exc) from exc
+
+    def _parse(self, op: str, provider_id: str):
+        """``(name, host)`` of an id whose host is configured; HostNotConfigured (Permanent)
+        otherwise, naming the host and the configured ones: nothing can reach its domain."""
+        host_name, name = self._split(op, provider_id)
         host = self.config.host(host_name)
         if host is None:
             log.warning(
@@ -134,8 +135,8 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 op,
                 self.name,
                 provider_id,
-                "host %r is not in this provider's hosts (configured: %s): its domain cannot be reached, "
-                "so it is neither read nor deleted; put the host back in the config"
+                "host %r is not in this provider's hosts (configured: %s): its domain cannot be reached; "
+                "put the host back in the config to read it, or to collect it with proxy_gc"
                 % (host_name, ", ".join(h.name for h in self.config.hosts)),
             )
         return name, host
@@ -223,6 +224,19 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         return found
 
     def delete(self, provider_id: str, deadline) -> None:
+        """Done for an id whose host left the config (the blueprint's SHOULD): nothing configured
+        can reach it, and deletion of its Proxy must be able to finish (issue 14). Its domain is
+        not touched: with the host back, proxy_gc collects it, since its owner is gone."""
+        host_name = self._split("delete", provider_id)[0]
+        if self.config.host(host_name) is None:
+            log.warning(
+                "provider=%s op=delete %s: host %r is not in the config; its domain was not reached "
+                "(proxy_gc collects it if the host comes back)",
+                self.name,
+                provider_id,
+                host_name,
+            )
+            return
         name, host = self._parse("delete", provider_id)
         try:
             with self.locked(provider_id, deadline):
