@@ -296,7 +296,10 @@ def run(pm) -> dict:
         return converger.converge(item)
 
     results = batch.run(items, work, failure, concurrency=int(pm.params["concurrency"]))
-    for released in (r for r in results if not r.get("failed") and r.get("reason")):
+    unreached = [
+        r for r in results if not r.get("failed") and r.get("reason") == errors.REASON_HOST_NOT_CONFIGURED
+    ]
+    for released in unreached:
         pm.module.warn(
             "%s: released without reaching it (%s): its host is not in the provider's config; "
             "put the host back and proxy_gc collects its instance" % (released["id"], released["reason"])

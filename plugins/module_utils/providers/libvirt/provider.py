@@ -227,8 +227,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         """Done for an id whose host left the config (the blueprint's SHOULD): nothing configured
         can reach it, and deletion of its Proxy must be able to finish (issue 14). Its domain is
         not touched: with the host back, proxy_gc collects it, since its owner is gone."""
-        host_name = self._split("delete", provider_id)[0]
-        if self.config.host(host_name) is None:
+        host_name, name = self._split("delete", provider_id)
+        host = self.config.host(host_name)
+        if host is None:
             log.warning(
                 "provider=%s op=delete %s: host %r is not in the config; its domain was not reached "
                 "(proxy_gc collects it if the host comes back)",
@@ -237,7 +238,6 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 host_name,
             )
             return
-        name, host = self._parse("delete", provider_id)
         try:
             with self.locked(provider_id, deadline):
                 conn = self.hosts.get(host, deadline)
