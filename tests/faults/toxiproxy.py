@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 import urllib.error
 import urllib.request
 
@@ -19,6 +20,10 @@ TOXIC_TYPES = ("latency", "timeout", "bandwidth", "reset_peer", "slicer", "limit
 
 class ToxiproxyError(RuntimeError):
     """Toxiproxy's API refused a request (the message carries its status and body)."""
+
+    def __init__(self, message: str, status: int = 0):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +47,13 @@ class Toxic:
 
 
 REMOVE_TIMEOUT = 60.0
+#: how long a removal may take in all. Toxiproxy's API gives up on a request after 25 s
+#: (http.TimeoutHandler: 503 "Timeout") while the removal goes on holding the proxy's toxic
+#: lock until every link has let the toxic go; behind a 1-3 s latency toxic that took longer
+#: than 25 s once in CI (net-latency-jitter-kubernetes).
+REMOVE_DEADLINE = 180.0
+#: the status of Toxiproxy's API timeout (the removal goes on in the server)
+API_TIMEOUT_STATUS = 503
 
 
 @dataclasses.dataclass
@@ -65,12 +77,34 @@ class Proxy:
         self.api.call("POST", "/proxies/%s/toxics" % self.name, toxic.body())
 
     def remove(self, toxic_name: str) -> None:
-        # Toxiproxy answers only once the toxic's streams have drained: behind a latency toxic
-        # on the sshd link that took over 10 s (net-latency-libvirt timed out once in CI).
-        self.api.call("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name), timeout=REMOVE_TIMEOUT)
+        """Removed for sure when this returns. Toxiproxy answers only once the toxic's streams
+        have drained (behind a latency toxic on the sshd link that took over 10 s); past its API
+        timeout it answers 503 and goes on removing, so this waits until the list no longer
+        names the toxic."""
+        try:
+            self.api.call("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name), timeout=REMOVE_TIMEOUT)
+            return
+        except ToxiproxyError as exc:
+            if exc.status != API_TIMEOUT_STATUS:
+                raise
+        end = time.monotonic() + REMOVE_DEADLINE
+        while True:
+            try:
+                if toxic_name not in self.toxics():
+                    return
+            except ToxiproxyError as exc:  # the list waits on the same lock: 503 again
+                if exc.status != API_TIMEOUT_STATUS:
+                    raise
+            if time.monotonic() > end:
+                raise ToxiproxyError(
+                    "toxic %s of proxy %s still present %.0f s after its removal began"
+                    % (toxic_name, self.name, REMOVE_DEADLINE)
+                )
+            time.sleep(1.0)
 
     def toxics(self) -> list:
-        return [t["name"] for t in self.api.call("GET", "/proxies/%s/toxics" % self.name)]
+        listed = self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT)
+        return [t["name"] for t in listed]
 
     def heal(self) -> None:
         """Every toxic removed and the proxy enabled: the link is clean again. Open connections
@@ -95,7 +129,8 @@ class Toxiproxy:
             with urllib.request.urlopen(request, timeout=timeout or self.timeout) as answer:
                 text = answer.read()
         except urllib.error.HTTPError as exc:
-            raise ToxiproxyError("%s %s: %d %s" % (method, path, exc.code, exc.read()[:300])) from exc
+            message = "%s %s: %d %s" % (method, path, exc.code, exc.read()[:300])
+            raise ToxiproxyError(message, exc.code) from exc
         return json.loads(text) if text.strip() else None
 
     def version(self) -> str:
