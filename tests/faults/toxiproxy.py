@@ -80,21 +80,13 @@ class Proxy:
         """Removed for sure when this returns. Toxiproxy answers only once the toxic's streams
         have drained (behind a latency toxic on the sshd link that took over 10 s); past its API
         timeout it answers 503 and goes on removing, so this waits until the list no longer
-        names the toxic."""
-        try:
-            self.api.call("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name), timeout=REMOVE_TIMEOUT)
-            return
-        except ToxiproxyError as exc:
-            if exc.status != API_TIMEOUT_STATUS:
-                raise
+        names the toxic (the list waits on the same lock, so it may answer 503 too)."""
+        deleted, _ = self._unless_api_timeout("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name))
         end = time.monotonic() + REMOVE_DEADLINE
-        while True:
-            try:
-                if toxic_name not in self.toxics():
-                    return
-            except ToxiproxyError as exc:  # the list waits on the same lock: 503 again
-                if exc.status != API_TIMEOUT_STATUS:
-                    raise
+        while not deleted:
+            listed_ok, listed = self._unless_api_timeout("GET", "/proxies/%s/toxics" % self.name)
+            if listed_ok and toxic_name not in _names(listed):
+                return
             if time.monotonic() > end:
                 raise ToxiproxyError(
                     "toxic %s of proxy %s still present %.0f s after its removal began"
@@ -102,9 +94,18 @@ class Proxy:
                 )
             time.sleep(1.0)
 
+    def _unless_api_timeout(self, method: str, path: str) -> tuple:
+        """(True, answer), or (False, None) when Toxiproxy's API gave up on the request (503)
+        while the work goes on in the server; any other refusal raises."""
+        try:
+            return True, self.api.call(method, path, timeout=REMOVE_TIMEOUT)
+        except ToxiproxyError as exc:
+            if exc.status != API_TIMEOUT_STATUS:
+                raise
+            return False, None
+
     def toxics(self) -> list:
-        listed = self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT)
-        return [t["name"] for t in listed]
+        return _names(self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT))
 
     def heal(self) -> None:
         """Every toxic removed and the proxy enabled: the link is clean again. Open connections
@@ -114,6 +115,10 @@ class Proxy:
         for name in self.toxics():
             self.remove(name)
         self.set_enabled(True)
+
+
+def _names(toxics: list) -> list:
+    return [toxic["name"] for toxic in toxics]
 
 
 class Toxiproxy:

@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
-import sys
 import threading
 
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
 from faults.toxiproxy import Proxy, Toxiproxy, ToxiproxyError
 
 TIMEOUT_PAGE = b"<html><head><title>Timeout</title></head><body><h1>Timeout</h1></body></html>"
