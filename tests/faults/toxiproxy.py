@@ -81,11 +81,14 @@ class Proxy:
         have drained (behind a latency toxic on the sshd link that took over 10 s); past its API
         timeout it answers 503 and goes on removing, so this waits until the list no longer
         names the toxic (the list waits on the same lock, so it may answer 503 too)."""
-        deleted, _ = self._unless_api_timeout("DELETE", "/proxies/%s/toxics/%s" % (self.name, toxic_name))
+        path = "/proxies/%s/toxics/%s" % (self.name, toxic_name)
+        deleted, _ = _unless_api_timeout(lambda: self.api.call("DELETE", path, timeout=REMOVE_TIMEOUT))
+        if deleted:
+            return
         end = time.monotonic() + REMOVE_DEADLINE
-        while not deleted:
-            listed_ok, listed = self._unless_api_timeout("GET", "/proxies/%s/toxics" % self.name)
-            if listed_ok and toxic_name not in _names(listed):
+        while True:
+            listed, names = _unless_api_timeout(self.toxics)
+            if listed and toxic_name not in names:
                 return
             if time.monotonic() > end:
                 raise ToxiproxyError(
@@ -94,18 +97,9 @@ class Proxy:
                 )
             time.sleep(1.0)
 
-    def _unless_api_timeout(self, method: str, path: str) -> tuple:
-        """(True, answer), or (False, None) when Toxiproxy's API gave up on the request (503)
-        while the work goes on in the server; any other refusal raises."""
-        try:
-            return True, self.api.call(method, path, timeout=REMOVE_TIMEOUT)
-        except ToxiproxyError as exc:
-            if exc.status != API_TIMEOUT_STATUS:
-                raise
-            return False, None
-
     def toxics(self) -> list:
-        return _names(self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT))
+        listed = self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT)
+        return [t["name"] for t in listed]
 
     def heal(self) -> None:
         """Every toxic removed and the proxy enabled: the link is clean again. Open connections
@@ -117,8 +111,15 @@ class Proxy:
         self.set_enabled(True)
 
 
-def _names(toxics: list) -> list:
-    return [toxic["name"] for toxic in toxics]
+def _unless_api_timeout(call) -> tuple:
+    """(True, what ``call`` returned), or (False, None) when Toxiproxy's API gave up on the
+    request (503) while the work goes on in the server; any other refusal raises."""
+    try:
+        return True, call()
+    except ToxiproxyError as exc:
+        if exc.status != API_TIMEOUT_STATUS:
+            raise
+        return False, None
 
 
 class Toxiproxy:
