@@ -82,7 +82,7 @@ class Proxy:
         timeout it answers 503 and goes on removing, so this waits until the list no longer
         names the toxic (the list waits on the same lock, so it may answer 503 too)."""
         path = "/proxies/%s/toxics/%s" % (self.name, toxic_name)
-        deleted, _ = _unless_api_timeout(lambda: self.api.call("DELETE", path, timeout=REMOVE_TIMEOUT))
+        deleted = _unless_api_timeout(lambda: self.api.call("DELETE", path, timeout=REMOVE_TIMEOUT))[0]
         if deleted:
             return
         end = time.monotonic() + REMOVE_DEADLINE
