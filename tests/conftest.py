@@ -7,6 +7,8 @@ playbook tests use too), so the tests import exactly the code ansible-playbook r
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
 CONTROLLER = os.path.join(ROOT, "controller")
@@ -19,10 +21,31 @@ for path in (COLLECTIONS, CONTROLLER):
 pytest_plugins = ("cluster.kube_fixture",)
 
 
+_WORKER_ANNOUNCED: list = []  # under pytest-xdist: the lines the workers sent back (workeroutput)
+
+
+def _announced() -> list:
+    fixtures = sys.modules.get("contract.libvirt_fixtures")
+    return list(getattr(fixtures, "ANNOUNCED", []))
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its announcements to the controller (workeroutput)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["libvirt_announced"] = _announced()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for line in getattr(node, "workeroutput", {}).get("libvirt_announced", []):
+        if line not in _WORKER_ANNOUNCED:
+            _WORKER_ANNOUNCED.append(line)
+
+
 def pytest_terminal_summary(terminalreporter):
     """Repeat which domain type the test hypervisors chose and why (contract.libvirt_fixtures)."""
-    fixtures = sys.modules.get("contract.libvirt_fixtures")
-    for line in getattr(fixtures, "ANNOUNCED", []):
+    for line in _announced() + _WORKER_ANNOUNCED:
         terminalreporter.write_line(line)
 
 
@@ -52,8 +75,6 @@ def pytest_sessionstart(session):
     with "Address already in use", so say so once instead of failing a hundred tests."""
     taken = _wildcard_listeners(PROXY_PORT)
     if taken:
-        import pytest
-
         pytest.exit(
             "port %d is taken on every address by a process of this machine (%s): the local "
             "provider's proxies cannot bind 127.x.y.z:%d; stop that service (e.g. a packaged "

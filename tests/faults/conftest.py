@@ -26,11 +26,25 @@ image_host = libvirt_fixtures.image_host
 
 OUTCOMES: list = []
 STARTED = time.monotonic()
+WORKERS: list = []  # under pytest-xdist, in the controller process: the workers that finished
+
+
+def _results_path() -> str:
+    """The results file, or this pytest-xdist worker's own part of it (merged at the end)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return results.worker_path(worker) if worker else results.RESULTS
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    WORKERS.append(node.gateway.id)
 
 
 def pytest_sessionfinish(session):
     if OUTCOMES:
-        results.write(OUTCOMES, time.monotonic() - STARTED)
+        results.write(OUTCOMES, time.monotonic() - STARTED, _results_path())
+    if WORKERS:
+        results.merge_workers(sorted(WORKERS), time.monotonic() - STARTED)
 
 
 @pytest.fixture(scope="session")
@@ -138,7 +152,7 @@ def record():
 
     def keep(outcome):
         OUTCOMES.append(outcome)
-        results.write(OUTCOMES, time.monotonic() - STARTED)
+        results.write(OUTCOMES, time.monotonic() - STARTED, _results_path())
         return outcome
 
     return keep

@@ -2,6 +2,12 @@
 
 One test per cell; a cell fails with the invariants it broke. Results (recovery time, faults
 injected, invariants checked) go to tests/output/fault-matrix.json for docs/reliability.md.
+
+The cells are split over the ``test_matrix_*.py`` files, one per column and the controller's
+column in three, because ``make faults`` runs them with pytest-xdist ``--dist loadfile``: a
+file is one worker's whole (its session target set up once, its cells in their order). Files,
+not ``xdist_group`` marks: with pytest 9.2 the marks no longer group (pytest-xdist #1386).
+``tests/unit/test_fault_matrix_files.py`` proves every cell is in exactly one file.
 """
 
 from __future__ import annotations
@@ -40,13 +46,24 @@ ALL = (
     + CONTROLLER_CREDENTIALS
     + CONTROLLER_LEADER
 )
-#: libvirt last: its fixture may wait for another session's machine-wide libvirt test lock
-ORDER = ("local", "gcp", "kubernetes", "controller", "libvirt")
-CELLS = [pytest.param(s, c, id=s.id(c)) for c in ORDER for s in ALL if c in s.columns]
+COLUMNS = ("local", "gcp", "kubernetes", "controller", "libvirt")
+#: the controller column's three files: the cells that stop the controller first, then those
+#: that keep one running between them (each file keeps this order)
+CONTROLLER_PARTS = {
+    "controller": CONTROLLER + CONTROLLER_LEADER,
+    "controller_link": CONTROLLER_LINK + HEALTH_LINK,
+    "controller_ops": CONTROLLER_OPS + CONTROLLER_CREDENTIALS,
+}
 
 
-@pytest.mark.parametrize(("scenario", "column"), CELLS)
-def test_cell(scenario, column, target_of, record, toxiproxy):
+def cells(column: str, scenarios: list = ALL) -> list:
+    """The cells of ``column`` among ``scenarios``, in the matrix's order, as pytest params."""
+    return [pytest.param(s, column, id=s.id(column)) for s in scenarios if column in s.columns]
+
+
+def run_cell(scenario, column, target_of, record, toxiproxy) -> None:
+    """One cell: the scenario on the column's target, its outcome recorded, failed on a broken
+    invariant."""
     target = target_of(column)
     try:
         if scenario.flow == "round":
@@ -63,3 +80,13 @@ def test_cell(scenario, column, target_of, record, toxiproxy):
         outcome.violations,
         outcome.calls,
     )
+
+
+def cell_test(cell_params: list):
+    """The ``test_cell`` of one ``test_matrix_*.py`` file, over ``cell_params``."""
+
+    @pytest.mark.parametrize(("scenario", "column"), cell_params)
+    def test_cell(scenario, column, target_of, record, toxiproxy):
+        run_cell(scenario, column, target_of, record, toxiproxy)
+
+    return test_cell
