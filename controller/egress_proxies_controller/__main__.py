@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import os
-import signal
 import socket
 import sys
 import threading
@@ -19,6 +18,7 @@ import threading
 from . import metrics as metrics_mod
 from . import version
 from .reconciler import Settings
+from .stop_signals import stop_on_signals
 from .workqueue import WorkQueue
 
 ENV_PROVIDERS_FILE = "EGRESS_PROXIES_PROVIDERS_FILE"
@@ -258,8 +258,7 @@ def main(argv=None) -> int:
 
     tracer_provider = tracing.configure()  # OTEL_* decide; None: spans are no-ops
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_a: stop.set())
-    signal.signal(signal.SIGINT, lambda *_a: stop.set())
+    stop_on_signals(stop)  # SIGTERM/SIGINT, whichever thread takes them
 
     metrics = metrics_mod.Metrics()
     api_client = kube_mod.load(args.kubeconfig, args.context)
