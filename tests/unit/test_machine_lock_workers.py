@@ -13,6 +13,14 @@ import time
 import pytest
 from contract import machine_lock
 
+
+@pytest.fixture(autouse=True)
+def own_lock_state(monkeypatch):
+    """A fresh per-process count: in a whole session the libvirt fixtures may hold the real
+    lock already, and then acquire() only counts a user and never opens the file."""
+    monkeypatch.setattr(machine_lock, "_state", {"handle": None, "users": 0})
+
+
 HOLDER = """
 import fcntl, sys, time
 handle = open(sys.argv[1], "a")
