@@ -47,8 +47,8 @@ ALL = (
     + CONTROLLER_LEADER
 )
 COLUMNS = ("local", "gcp", "kubernetes", "controller", "libvirt")
-#: the controller column's three files: the cells that stop the controller first, then those
-#: that keep one running between them (each file keeps this order)
+#: the controller column's three files, each in the matrix's order; which worker runs which
+#: part, and in what order, is not fixed (every part sets up its own controller target)
 CONTROLLER_PARTS = {
     "controller": CONTROLLER + CONTROLLER_LEADER,
     "controller_link": CONTROLLER_LINK + HEALTH_LINK,
