@@ -8,7 +8,7 @@ export ANSIBLE_NOCOLOR := 1
 export NO_COLOR := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap bootstrap-test lint sanity unit pytest molecule faults toxiproxy-binary cluster-binaries guest-image clean
+.PHONY: demo test bootstrap bootstrap-test background-builds background-builds-wait lint sanity unit pytest molecule faults toxiproxy-binary cluster-binaries guest-image clean
 
 demo: bootstrap
 	ansible-playbook playbooks/demo.yml
@@ -19,7 +19,16 @@ bootstrap:
 bootstrap-test:
 	@hack/timed.sh bootstrap hack/bootstrap.sh test
 
-test: bootstrap-test lint sanity cluster-binaries toxiproxy-binary guest-image pytest molecule faults
+# The test binaries (control plane, Toxiproxy) build in the background from the first step on, so
+# a cold build overlaps bootstrap, lint, sanity and the pytest files that do not need them (those
+# that do run last and wait for the build on its lock); background-builds-wait reports them.
+test: background-builds bootstrap-test lint sanity guest-image pytest background-builds-wait molecule faults
+
+background-builds:
+	@hack/background.sh start
+
+background-builds-wait:
+	@hack/background.sh wait
 
 lint:
 	@hack/timed.sh ruff bash -c 'ruff check . && ruff format --check .'
@@ -29,8 +38,8 @@ sanity:
 	@hack/timed.sh sanity hack/sanity.sh
 
 # The Kubernetes test control plane, built once per machine and version set (tests/cluster/build.sh;
-# cold: tens of minutes with progress lines, warm: instant). The pytest fixture would build it
-# too, but here its progress is not interleaved with test output.
+# cold: tens of minutes with progress lines, warm: instant), in the foreground: `make test` builds
+# it in the background instead (above), and the pytest fixture would build it too.
 cluster-binaries:
 	@hack/timed.sh "Kubernetes test control plane binaries" tests/cluster/build.sh
 
@@ -42,9 +51,14 @@ guest-image:
 # The molecule scenarios run in a pytest session of their own, after the main one, so their step
 # and its duration stand apart in CI's output. Nothing requires it: one session holding both
 # works too (the machine-wide libvirt test lock is taken once per process and shared).
+# The main session runs on PYTEST_WORKERS pytest-xdist workers, by file, every file that uses the
+# libvirt test hypervisors on one worker (tests/xdist_groups.py): most of its time is waiting
+# (polls, boots, Lease hand-overs), which the workers overlap. PYTEST_WORKERS=0 runs it serially.
 # --durations: the slowest tests in CI's output, so the step's time can be read where it goes.
+PYTEST_WORKERS ?= 2
+PYTEST_XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder --libvirt-on-one-worker)
 pytest:
-	@hack/timed.sh pytest python -m pytest --durations=30 $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py --ignore=tests/faults
+	@hack/timed.sh "pytest ($(if $(PYTEST_XDIST),$(PYTEST_WORKERS) workers,serial))" python -m pytest --durations=30 $(PYTEST_XDIST) $(PYTEST_ARGS) --ignore=tests/roles/test_molecule.py --ignore=tests/faults
 
 molecule:
 	@hack/timed.sh "molecule scenarios (pytest tests/roles/test_molecule.py)" python -m pytest tests/roles/test_molecule.py

@@ -1,0 +1,219 @@
+"""Benchmark: the fixed cost of one ansible run, from a bare import to the controller's batch.
+
+Issue 27: the controller pays one ansible-runner run per batch, and the suite pays one
+``ansible-playbook`` per module test, so this cost is both the product's and the CI's. Measured
+side by side, in one process, on the same machine, each case ``--repeat`` times (median):
+
+- ``import``: ``python -c 'import ansible'`` (the interpreter and the package, nothing else);
+- ``empty-play``: an empty play through ``ansible-playbook`` (ansible-core's own floor);
+- ``info-play``: one ``proxy_info`` on the local provider through ``ansible-playbook``;
+- ``controller-run``: the same ``proxy_info`` as the controller runs it: its batch playbook
+  through ansible-runner (``Executor.run_playbook``, the controller's own code and settings),
+  one get of one id.
+
+CPU-seconds are the children's user+system time (``RUSAGE_CHILDREN``) plus, for the runner
+case, this process's own (the runner reads events in-process). ``--profile`` also samples one
+controller run with py-spy (every process it starts) and prints where its CPU goes by phase.
+
+Usage: .venv/bin/python bench/runner_cost.py [--repeat 7] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "controller"))
+BIN = os.path.dirname(sys.executable)
+COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
+
+EMPTY_PLAY = """\
+- hosts: localhost
+  gather_facts: false
+  tasks: []
+"""
+
+INFO_PLAY = """\
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - crawl.egress_proxies.proxy_info:
+        provider: local
+        ids: [local/proxy-aaaaaaaaaaaaaaaa]
+        providers_file: %s
+"""
+
+# Where a sampled frame puts a CPU sample (the first rule that matches a frame of the stack).
+PHASES = (
+    ("module process: interpreter and imports", ("AnsiballZ_", "_find_and_load")),
+    ("module process: the module's work", ("AnsiballZ_",)),
+    ("AnsiballZ packaging (recursive_finder)", ("recursive_finder", "_find_module_utils")),
+    ("task execution (action, templating)", ("TaskExecutor",)),
+    ("inventory", ("inventory/manager",)),
+    ("plugin and collection loading", ("PluginLoader",)),
+    ("config and plugin docs (YAML)", ("yaml/",)),
+    ("callbacks and events", ("callback",)),
+    ("ansible-playbook start-up imports", ("ansible-playbook", "_find_and_load")),
+    ("ansible-runner in the controller", ("ansible_runner",)),
+)
+
+
+def _cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return children.ru_utime + children.ru_stime + own.ru_utime + own.ru_stime
+
+
+def _env() -> dict:
+    return dict(
+        os.environ,
+        PATH=BIN + os.pathsep + os.environ.get("PATH", ""),
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+        ANSIBLE_LOCALHOST_WARNING="false",
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+    )
+
+
+def measure(run, repeat: int) -> tuple:
+    """Median (cpu, wall) of ``repeat`` calls of ``run``, after one warm-up call."""
+    run()
+    cpu, wall = [], []
+    for _ in range(repeat):
+        c0, w0 = _cpu(), time.monotonic()
+        run()
+        cpu.append(_cpu() - c0)
+        wall.append(time.monotonic() - w0)
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def command(argv: list):
+    def run():
+        subprocess.run(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
+    return run
+
+
+def controller_run(work: str, providers_file: str):
+    os.environ.update(_env())
+    from egress_proxies_controller.executor import PLAYBOOK, Executor
+
+    executor = Executor(os.path.join(work, "runner"), providers_file, collections_path=COLLECTIONS)
+    payload = {
+        "instances": [],
+        "gets": [{"provider": "local", "ids": ["local/proxy-aaaaaaaaaaaaaaaa"]}],
+        "lists": [],
+        "concurrency": 16,
+        "call_timeout": 30,
+    }
+
+    def run():
+        results = executor.run_playbook("batch.yml", PLAYBOOK, payload, "bench")
+        if results.failure or not results.get("gets"):
+            sys.exit("controller run failed: %s" % (results.failure or results))
+
+    return run
+
+
+def profile() -> None:
+    """Sample one controller run (this process and every child) with py-spy; print by phase."""
+    spy = shutil.which("py-spy", path=BIN)
+    if not spy:
+        sys.exit("--profile needs py-spy (requirements-dev.txt)")
+    raw = tempfile.mktemp(suffix=".txt")
+    script = "import sys; sys.path[:0] = %r; import runner_cost as b; b._profiled()" % (
+        [os.path.dirname(os.path.abspath(__file__))] + sys.path,
+    )
+    subprocess.run(
+        [spy, "record", "-r", "500", "-f", "raw", "--subprocesses", "-o", raw, "--", sys.executable, "-c", script],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    total, phases = 0, collections.Counter()
+    with open(raw) as handle:
+        for line in handle:
+            stack, _sep, count = line.rpartition(" ")
+            total += int(count)
+            phases[_phase(stack)] += int(count)
+    if not os.environ.get("RUNNER_COST_KEEP"):
+        os.unlink(raw)
+    else:
+        print("raw samples kept in", raw)
+    print("\nwhere one controller run's CPU goes (py-spy, %d samples at 500 Hz):" % total)
+    for phase, count in phases.most_common():
+        print("  %-45s %5.1f %%  (%.2f s)" % (phase, 100.0 * count / total, count / 500.0))
+
+
+def _phase(stack: str) -> str:
+    for phase, needles in PHASES:
+        if all(n in stack for n in needles):
+            return phase
+    return "other"
+
+
+def _profiled() -> None:
+    work = tempfile.mkdtemp(prefix="egress-runner-cost-")
+    try:
+        controller_run(work, _providers(work))()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _providers(work: str) -> str:
+    path = os.path.join(work, "providers.yml")
+    with open(path, "w") as handle:
+        handle.write(
+            "providers:\n  - name: local\n    type: local\n    local:\n"
+            "      stateDir: %s\n      addressRange: 127.93.0.0/24\n" % os.path.join(work, "state")
+        )
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--profile", action="store_true", help="also sample one controller run with py-spy")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="egress-runner-cost-")
+    try:
+        providers_file = _providers(work)
+        empty, info = os.path.join(work, "empty.yml"), os.path.join(work, "info.yml")
+        with open(empty, "w") as handle:
+            handle.write(EMPTY_PLAY)
+        with open(info, "w") as handle:
+            handle.write(INFO_PLAY % providers_file)
+        playbook = os.path.join(BIN, "ansible-playbook")
+        cases = (
+            ("import", command([sys.executable, "-c", "import ansible"])),
+            ("empty-play", command([playbook, empty])),
+            ("info-play", command([playbook, info])),
+            ("controller-run", controller_run(work, providers_file)),
+        )
+        print("%d runs each (median), %s, %d CPUs" % (args.repeat, os.uname().machine, os.cpu_count()))
+        print("%-16s %10s %10s %12s" % ("case", "CPU s", "wall s", "CPU / empty"))
+        figures = {}
+        for name, run in cases:
+            figures[name] = measure(run, args.repeat)
+            print("%-16s %10.2f %10.2f" % ((name,) + figures[name]), end="")
+            if "empty-play" in figures:
+                print(" %11.2fx" % (figures[name][0] / figures["empty-play"][0]))
+            else:
+                print()
+        if args.profile:
+            profile()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
