@@ -13,6 +13,10 @@ installation is its own (``--gc-own-installation``); otherwise it skips every sw
 With ``--shards``, each replica sweeps with the complete set of live UIDs (every Proxy is
 cached, whatever its shard) but collects only the instances whose UID is in a shard it holds
 (proxy_gc's ``uid_shards``); those shards are not given up while its sweep runs.
+
+A sweep waits for the configuration as it waits for the informer: until a providers file has
+been validated (``executor.providers_file``) there is nothing to sweep with, and a run would
+only fail (``RunFailed``); the first round comes 5 s after start, often before validation ends.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ class OrphanGC(PeriodicLoop):
             return
         if not self.informer.synced.is_set():
             log.info("gc: informer not synced yet; skipping this sweep")
+            return
+        if not self.executor.providers_file:
+            log.info("gc: no valid providers file yet; skipping this sweep")
             return
         live = self.informer.uids()
         if self.stop_event.is_set():

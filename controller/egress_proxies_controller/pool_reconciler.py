@@ -11,7 +11,8 @@ A member created or deleted is put into the Proxy informer's cache at once (and 
 Proxy reconciler), so the next tick counts it even before its watch event arrives: no double
 creates. A target is skipped while its provider is not in the providers file, or for
 ``target_retry`` seconds after one of its current members latched PermanentError or
-QuotaExceeded (it keeps its Ready members; the rest of its share goes to the other targets).
+QuotaExceeded (it keeps every member that has not failed, Ready or still Provisioning, and only
+the failed ones go; the rest of its share goes to the other targets).
 The pool's finalizer holds it until every member is gone, so deleting a pool deletes every
 member, and through their finalizers every instance.
 """
@@ -158,14 +159,9 @@ class PoolController(PeriodicLoop):
             return
         revisions = {t.name: pool.revision(t, copy) for t in pool.targets}
         degraded = self._degraded(pool, members, revisions, configured, now)
-        # A skipped target keeps its Ready members, none at all when its provider is gone.
+        # A skipped target keeps what it holds (Ready or on its way), none when its provider is gone.
         providers = {t.name: t.provider for t in pool.targets}
-        caps = {
-            name: 0
-            if providers[name] not in configured
-            else sum(1 for m in members if m.target == name and m.ready and m.revision == revisions[name])
-            for name in degraded
-        }
+        caps = pool_spread.skip_caps(degraded, providers, configured, members, revisions)
         desired = pool_spread.desired(pool.replicas, pool.targets, caps)
         # A member being deleted on a provider that left the file cannot go until it is back:
         # it does not hold the pool's room for replacements.

@@ -6,11 +6,12 @@ so every rule below is unit-tested without a cluster:
 * a member is *current* when its target is in the split, it carries its target's revision
   (template, spread overrides and the rotate-now token) and it is younger than maxAge;
 * each target keeps at most its share of current members, Ready ones first (the newest of
-  them), then the oldest not-Ready ones; every other member is to go;
+  them), then the oldest not-Ready ones that have not failed, failed ones last; every other
+  member is to go;
 * creates: what each target lacks, while the pool has fewer than replicas + maxSurge members
   (members being deleted count: their instances still exist);
-* deletes: every not-Ready member that is to go, newest first (they serve nobody); then Ready
-  ones, oldest first, only while at least replicas - maxUnavailable Ready members remain.
+* deletes: every not-Ready member that is to go, failed ones first, newest first (they serve
+  nobody); then Ready ones, oldest first, only while at least replicas - maxUnavailable Ready members remain.
 
 Scale-down is the same rule: excess members are "to go", so the newest not-Ready go first,
 then the oldest.
@@ -50,12 +51,17 @@ def budget(replicas: int, max_surge, max_unavailable) -> tuple:
 
 
 def _keep_order(member: Member) -> tuple:
-    return (0, -member.created, member.name) if member.ready else (1, member.created, member.name)
+    """Ready first (newest), then on their way (oldest), then failed: a skipped target capped at
+    what it holds keeps exactly the members that have not failed."""
+    if member.ready:
+        return (0, -member.created, member.name)
+    return (2 if member.failure else 1, member.created, member.name)
 
 
 def delete_order(members: list) -> list:
-    """Scale-down order: not-Ready members newest first, then Ready members oldest first."""
-    unready = sorted((m for m in members if not m.ready), key=lambda m: (-m.created, m.name))
+    """Scale-down order: failed members, then other not-Ready ones, newest first; then Ready
+    members oldest first."""
+    unready = sorted((m for m in members if not m.ready), key=lambda m: (not m.failure, -m.created, m.name))
     ready = sorted((m for m in members if m.ready), key=lambda m: (m.created, m.name))
     return unready + ready
 

@@ -6,6 +6,10 @@ so the split is as close to the weights as whole members allow and the same inpu
 the same answer. A target's ``max`` (or a cap from a degraded target) is honoured by fixing that
 target at its cap and splitting the rest again over the others: a skipped target's share goes to
 the others, in proportion to their weights.
+
+A skipped target is capped at what it holds (``skip_caps``): every current member that has not
+failed, Ready or still on its way (Provisioning). Counting only the Ready ones would cap a target
+whose members that fit are still starting at 0, and the planner would delete them.
 """
 
 from __future__ import annotations
@@ -38,10 +42,28 @@ def apportion(total: int, weights: list, caps: list) -> list:
     return counts
 
 
+def holds(members, target: str, revision: str) -> int:
+    """Members ``target`` holds while skipped: current (``revision``), not being deleted and not
+    failed (no PermanentError or QuotaExceeded latched), whether Ready yet or not."""
+    return sum(
+        1
+        for m in members
+        if m.target == target and m.revision == revision and not m.deleting and not m.failure
+    )
+
+
+def skip_caps(degraded, providers: dict, configured: set, members, revisions: dict) -> dict:
+    """Skipped target -> the most it may keep: 0 when its provider is not in the providers file
+    (nothing can run there), else what it ``holds``; so a skip never shrinks what fits."""
+    return {
+        name: holds(members, name, revisions[name]) if providers[name] in configured else 0
+        for name in degraded
+    }
+
+
 def desired(replicas: int, targets, degraded_caps: dict) -> dict:
     """Target name -> members it should have. ``degraded_caps`` maps a skipped target to the
-    most it may keep (its Ready members for a Quota or Permanent failure, 0 when its provider
-    is not configured)."""
+    most it may keep (``skip_caps``)."""
     caps = []
     for target in targets:
         cap = target.max

@@ -12,8 +12,11 @@ never holds one; the uid fits a Kubernetes and a Compute Engine label value (63 
 ``[a-z0-9_-]``), so every provider stores it as is.
 
 Which members stay is the ProxyPool planner's rule (controller ``pool_rollout``): each target
-keeps at most its share, Running members first (the newest of them), then the oldest others;
-the rest go in the order not-Running newest first, then Running oldest first.
+keeps at most its share, Running members first (the newest of them), then the oldest others on
+their way (Provisioning or Stopped: this run converges them), Terminated ones last; the rest go
+in the order Terminated, then other not-Running newest first, then Running oldest first. A
+skipped target holds its members that are not Terminated (``holds``), as a ProxyPool's skipped
+target holds those that have not failed.
 """
 
 from __future__ import annotations
@@ -65,6 +68,11 @@ class Member:
         return self.instance.state == contract.RUNNING
 
     @property
+    def failed(self) -> bool:
+        """Terminated: gone for good, never converged back (the controller's failed member)."""
+        return self.instance.state == contract.TERMINATED
+
+    @property
     def stamp(self) -> float:
         """Creation time in epoch seconds; an unknown one counts as the oldest."""
         created = self.instance.created_at
@@ -86,14 +94,21 @@ def members_of(pool: str, provider: str, instances) -> list:
 def _keep_order(member: Member) -> tuple:
     if member.running:
         return (0, -member.stamp, member.slot)
-    return (1, member.stamp, member.slot)
+    return (2 if member.failed else 1, member.stamp, member.slot)
 
 
 def delete_order(members: list) -> list:
-    """Not-Running members newest first, then Running members oldest first."""
-    unready = sorted((m for m in members if not m.running), key=lambda m: (-m.stamp, m.slot))
+    """Terminated members, then other not-Running ones, newest first; then Running members
+    oldest first."""
+    unready = sorted((m for m in members if not m.running), key=lambda m: (not m.failed, -m.stamp, m.slot))
     ready = sorted((m for m in members if m.running), key=lambda m: (m.stamp, m.slot))
     return unready + ready
+
+
+def holds(members, target: str, provider: str) -> int:
+    """Members a skipped ``target`` keeps: its own (on ``provider``) that have not failed, Running
+    or on their way to it, so a skip never removes a member that fits."""
+    return sum(1 for m in members if m.target == target and m.provider == provider and not m.failed)
 
 
 def choose(members: list, desired: dict, providers: dict) -> tuple:

@@ -5,11 +5,12 @@
 One run: list every provider of the spread (one ``list_by_tag`` each; a list that fails fails
 the run before anything changes, since a pool cannot be counted from a partial view); split
 ``count`` over the targets (``pool_split``); create what each target lacks in the smallest free
-slots; when a target's create fails Permanent or Quota, skip that target (it keeps the members
-it has that are Running or were made in this run) and split again, so its share goes to the
-others; then converge the members that stay (``proxy_instance``'s present: a Stopped one is
-restarted, credentials rotated) and delete the extras, newest not-Running first, then the
-oldest (``pool_members``). Every create, check and delete is ``proxy_instance``'s own
+slots; when a target's create fails Permanent or Quota, skip that target (it keeps every member
+it has that has not failed: Running, or on its way like those made in this run) and split
+again, so its share goes to the others; then converge the members that stay
+(``proxy_instance``'s present: a Stopped one is restarted, credentials rotated) and delete the
+extras, Terminated first, then newest not-Running, then the oldest (``pool_members``). Every
+create, check and delete is ``proxy_instance``'s own
 ``Converger``, ownership checks included, run through ``batch``.
 """
 
@@ -76,16 +77,8 @@ class Growth:
         self.created, self.failures, self.degraded = [], [], {}
 
     def caps(self) -> dict:
-        held = {}
-        for target in self.degraded:
-            held[target] = sum(
-                1
-                for m in self.members
-                if m.target == target
-                and m.provider == self.providers[target]
-                and (m.running or m.name in self.fresh)
-            )
-        return held
+        """Skipped target -> what it holds (``pool_members.holds``): its share shrinks to that."""
+        return {t: pool_members.holds(self.members, t, self.providers[t]) for t in self.degraded}
 
     def desired(self) -> dict:
         return pool_split.split(self.spec.count, list(self.spec.targets), self.caps())

@@ -21,12 +21,13 @@ description:
   - The split is the ProxyPool's (largest remainder by weight, a target at its O(spread[].max)
     fixed there and the rest split again over the others); 6 members over weights 2:1 are 4
     and 2, 8 are 5 and 3.
-  - Scaling down deletes the extras of each target, members that are not Running (newest
-    first) before Running ones (oldest first). A member of a target no longer in O(spread), or
-    on another provider than its target's, is an extra too.
+  - Scaling down deletes the extras of each target, Terminated members first, then others that
+    are not Running (newest first), then Running ones (oldest first). A member of a target no
+    longer in O(spread), or on another provider than its target's, is an extra too.
   - A target whose create fails with error class C(permanent) or C(quota_exceeded) is skipped
-    for the run (it keeps its members that are Running or were made in this run) and its share
-    goes to the other targets; RV(degraded) and RV(targets) say so (the ProxyPool's
+    for the run (it keeps every member that has not failed, Running or on its way, that is
+    Provisioning, Stopped or made in this run; only Terminated ones go, as in a ProxyPool) and
+    its share goes to the other targets; RV(degraded) and RV(targets) say so (the ProxyPool's
     C(SpreadDegraded) condition), a warning too, and the task succeeds when the pool has O(count)
     members. Any other failure, or a pool left short, fails the task after everything else ran.
   - Members that stay are converged as M(crawl.egress_proxies.proxy_instance) would (a Stopped one

@@ -144,9 +144,10 @@ def _tiny_range() -> str:
     return "%s.%d/30" % (base, 4 * random.randint(1, 60))
 
 
-def started(env):
-    """The body of a fixture: ``env``'s controller started and ready, cleaned up afterwards."""
-    env.controller.start()
+def started(env, extra_args=()):
+    """The body of a fixture: ``env``'s controller started (with ``extra_args``) and ready,
+    cleaned up afterwards."""
+    env.controller.start(extra_args=extra_args)
     env.controller.wait_ready()
     try:
         yield env

@@ -209,6 +209,24 @@ def test_a_member_failure_skips_its_target_for_the_retry_time():
     assert ctl.informer.get("ns/web")["status"]["targets"][1]["desired"] == 0
 
 
+def test_a_target_over_capacity_keeps_its_members_on_their_way_and_only_the_failed_go():
+    """Issue 31: of main's 4 members 2 failed QuotaExceeded and 2 fit, still Provisioning (not
+    Ready). main holds 2 (not 0: its Ready count), so only the failed ones are deleted."""
+    ctl, _queue = controller()
+    ctl.informer.store(pool_obj(replicas=6))
+    ctl.round()
+    main = [m for m in ctl.pools.created if m["spec"]["provider"] == "local"]
+    assert len(main) == 4
+    quota = {"type": "QuotaExceeded", "status": "True", "reason": "QuotaExceeded", "message": "exhausted"}
+    for failed in main[2:]:
+        failed["status"] = {"conditions": [quota]}
+        ctl.proxies.store(failed)
+    ctl.round()
+    status = ctl.informer.get("ns/web")["status"]
+    assert [t["desired"] for t in status["targets"]] == [2, 4]
+    assert sorted(ctl.pools.deleted) == sorted(m["metadata"]["name"] for m in main[2:])
+
+
 def test_deleting_a_pool_deletes_its_members_and_releases_it_when_none_is_left():
     ctl, _queue = controller()
     ctl.informer.store(pool_obj())

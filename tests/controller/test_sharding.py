@@ -122,6 +122,7 @@ def test_a_shard_is_busy_while_a_batch_holds_one_of_its_keys_or_a_sweep_claimed_
 class GCExecutor:
     def __init__(self, sharding):
         self.sharding, self.calls = sharding, []
+        self.providers_file = "providers.yaml"
 
     def gc(self, live, min_age, dry_run, uid_shards=None):
         self.calls.append((sorted(live), uid_shards, self.sharding.busy(0)))

@@ -87,3 +87,31 @@ def test_members_of_a_target_gone_from_the_spread_or_moved_provider_go():
 def test_new_members_take_the_smallest_free_slots():
     assert pool_members.free_slots({0, 2, 3}, 3) == [1, 4, 5]
     assert pool_members.free_slots(set(), 0) == []
+
+
+def test_a_skipped_target_holds_every_member_that_has_not_failed():
+    """Running, Provisioning (a member from an earlier run still starting) and Stopped (this run
+    starts it) count; Terminated and another provider's do not (issue 31: the controller's rule)."""
+    members = [
+        _member("a", 0, contract.RUNNING),
+        _member("a", 1, contract.PROVISIONING),
+        _member("a", 2, contract.STOPPED),
+        _member("a", 3, contract.TERMINATED, minute=-5),
+        _member("a", 4, provider="elsewhere"),
+    ]
+    assert pool_members.holds(members, "a", "a") == 3
+    kept, to_go = pool_members.choose(members, {"a": 3}, {"a": "a"})
+    assert sorted(m.slot for m in kept) == [0, 1, 2]
+    assert [m.slot for m in to_go] == [3, 4]  # the Terminated one first
+
+
+def test_the_runner_caps_a_skipped_target_at_what_it_holds_not_only_running_or_fresh():
+    import types
+
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import pools
+
+    spec = types.SimpleNamespace(targets=[types.SimpleNamespace(name="a", provider="a")])
+    listed = [_member("a", 0), _member("a", 1, contract.PROVISIONING)]
+    growth = pools.Growth(None, spec, listed, None, 1)
+    growth.degraded = {"a": {"target": "a"}}
+    assert growth.caps() == {"a": 2}
