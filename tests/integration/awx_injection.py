@@ -127,6 +127,8 @@ def gce(inputs: dict, private_data_dir: str) -> dict:
         "GCE_PROJECT": key["project_id"],
         "GCE_CREDENTIALS_FILE_PATH": path,
         "GCP_AUTH_KIND": "serviceaccount",
+        "GCP_PROJECT": key["project_id"],
+        "GCP_ENV_TYPE": "tower",
         "GCP_SERVICE_ACCOUNT_FILE": path,
         "GOOGLE_APPLICATION_CREDENTIALS": path,
     }
