@@ -15,7 +15,9 @@ import hashlib
 import os
 
 # The modules' credential_files.FILE_KEYS (a test keeps them equal).
-CREDENTIAL_FILE_KEYS = frozenset({"credentialsFile", "kubeconfig", "sshKeyFile", "knownHostsFile"})
+CREDENTIAL_FILE_KEYS = frozenset(
+    {"credentialsFile", "kubeconfig", "caCert", "clientCert", "clientKey", "sshKeyFile", "knownHostsFile"}
+)
 
 
 def credential_paths(entry) -> list:

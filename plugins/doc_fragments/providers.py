@@ -20,6 +20,8 @@ options:
     description:
       - The providers inline, in the same schema as the file's C(providers) list.
       - Mutually exclusive with O(providers_file).
+      - A kubernetes block's C(apiKey) is masked in everything the module returns; prefer the
+        E(K8S_AUTH_API_KEY) variable (or a providers file) to writing a token in a playbook.
     type: list
     elements: dict
   installation:
@@ -46,6 +48,10 @@ requirements:
   - python >= 3.11
   - pydantic >= 2.7
 notes:
+  - A kubernetes block takes kubernetes.core's connection options (C(host), C(apiKey), C(caCert),
+    C(clientCert), C(clientKey), C(validateCerts), C(proxy), C(kubeconfig), C(context)); each
+    one it leaves out is read from its E(K8S_AUTH_*) variable, as kubernetes.core does
+    (docs/kubernetes-provider.md, Connecting to the cluster).
   - Failures return C(error_class), one of C(not_found), C(quota_exceeded), C(transient) (safe to
     retry) and C(permanent) (fix the input or the configuration first). Every invalid argument,
     also one core Ansible refuses before the module runs, is C(permanent).

@@ -1,7 +1,7 @@
 # Copyright: egress-proxies contributors
 # Apache License 2.0 (see LICENSE)
 """The one rule for every provider's credential files (gcp ``credentialsFile``, kubernetes
-``kubeconfig``, libvirt ``sshKeyFile`` and ``knownHostsFile``).
+``kubeconfig``, ``caCert``, ``clientCert`` and ``clientKey``, libvirt ``sshKeyFile`` and ``knownHostsFile``).
 
 A file that is missing or unreadable when a call needs it is **Transient**: in a cluster it is
 a Secret that may still be mounting or is being rotated, and a Permanent answer would latch the
@@ -14,7 +14,15 @@ from __future__ import annotations
 
 # The config keys that name a credential file, in every provider's block. The controller watches
 # these files (a rotation releases latched Proxies) and keeps its own copy of this set.
-FILE_KEYS = ("credentialsFile", "kubeconfig", "sshKeyFile", "knownHostsFile")
+FILE_KEYS = (
+    "credentialsFile",
+    "kubeconfig",
+    "caCert",
+    "clientCert",
+    "clientKey",
+    "sshKeyFile",
+    "knownHostsFile",
+)
 
 
 class CredentialsUnavailable(Exception):

@@ -71,6 +71,22 @@ def common_problems(params: dict, raw: dict) -> list:
     return [p for p in problems if p]
 
 
+def _secrets(specs) -> set:
+    """The secret strings of the parsed blocks (a kubernetes block's ``apiKey``)."""
+    return {s.block.api_key for s in specs if getattr(s.block, "api_key", None)}
+
+
+def _inline_secrets(providers) -> set:
+    """The ``apiKey`` values written in the inline ``providers`` option, before any parsing
+    (a block that fails validation must not echo its token either)."""
+    out = set()
+    for item in providers or ():
+        block = item.get("kubernetes") if isinstance(item, dict) else None
+        if isinstance(block, dict) and isinstance(block.get("apiKey"), str) and block["apiKey"]:
+            out.add(block["apiKey"])
+    return out
+
+
 class ProxyModule:
     """An ``AnsibleModule`` plus the configured providers, telemetry and log capture."""
 
@@ -81,6 +97,7 @@ class ProxyModule:
         self.module = _Module(argument_spec=spec, mutually_exclusive=exclusive, **kwargs)
         self.params = self.module.params
         self.raw_params = getattr(self.module, "raw_params", self.params)
+        self.module.no_log_values.update(_inline_secrets(self.params.get("providers")))
         self.check_mode = self.module.check_mode
         self.diff_mode = bool(self.module._diff)  # --diff: runners add a before/after "diff"
         self.telemetry = Telemetry()
@@ -100,6 +117,8 @@ class ProxyModule:
                 self.params.get("providers"),
                 self.params.get("installation"),
             )
+            # A token from the file or K8S_AUTH_API_KEY: masked in anything the module returns.
+            self.module.no_log_values.update(_secrets(self._config.providers))
         return self._config
 
     def provider(self, name: str):

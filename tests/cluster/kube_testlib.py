@@ -142,6 +142,7 @@ class ProviderIdentity:
         token = core.create_namespaced_service_account_token(
             self.name, namespace, {"spec": {"expirationSeconds": 3600}}
         ).status.token
+        self.token = token  # for the tests of K8S_AUTH_API_KEY (AWX's bearer token credential)
         self.kubeconfig = os.path.join(directory, "provider-%s.kubeconfig" % namespace)
         fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:

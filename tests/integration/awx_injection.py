@@ -8,6 +8,7 @@ into the job's private data directory (``env/``); ``template.<name>`` makes its 
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import types
@@ -83,3 +84,51 @@ def inject(credential_type: dict, inputs: dict, private_data_dir: str) -> tuple[
         k: sandbox.from_string(v).render(**namespace) for k, v in injectors.get("extra_vars", {}).items()
     }
     return env, extra_vars, written
+
+
+def _private_file(private_data_dir: str, content: str) -> str:
+    env_dir = os.path.join(private_data_dir, "env")
+    os.makedirs(env_dir, exist_ok=True)
+    fd, path = tempfile.mkstemp(dir=env_dir)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(content)
+    os.chmod(path, 0o600)
+    return path
+
+
+def kubernetes_bearer_token(inputs: dict, private_data_dir: str) -> dict:
+    """The env of AWX's built-in "OpenShift or Kubernetes API Bearer Token" credential
+    (``kubernetes_bearer_token`` in awx/main/models/credential/injectors.py, a Python injector,
+    not a template): the host and token always; the CA written to a file and verification on
+    only when ``verify_ssl`` is ticked and a CA is given, else ``K8S_AUTH_VERIFY_SSL=False``."""
+    env = {"K8S_AUTH_HOST": inputs.get("host", ""), "K8S_AUTH_API_KEY": inputs.get("bearer_token", "")}
+    if inputs.get("verify_ssl") and "ssl_ca_cert" in inputs:
+        env["K8S_AUTH_VERIFY_SSL"] = "True"
+        env["K8S_AUTH_SSL_CA_CERT"] = _private_file(private_data_dir, inputs["ssl_ca_cert"])
+    else:
+        env["K8S_AUTH_VERIFY_SSL"] = "False"
+    return env
+
+
+def gce(inputs: dict, private_data_dir: str) -> dict:
+    """The env of AWX's built-in "Google Compute Engine" credential (``gce`` in the same file):
+    a service-account JSON built from the inputs (no ``private_key_id``), named by the
+    variables the gcp modules and Google's application default credentials read."""
+    key = {
+        "type": "service_account",
+        "private_key": inputs.get("ssh_key_data", ""),
+        "client_email": inputs.get("username", ""),
+        "project_id": inputs.get("project", ""),
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    path = _private_file(private_data_dir, json.dumps(key, indent=2))
+    return {
+        "GCE_EMAIL": key["client_email"],
+        "GCE_PROJECT": key["project_id"],
+        "GCE_CREDENTIALS_FILE_PATH": path,
+        "GCP_AUTH_KIND": "serviceaccount",
+        "GCP_PROJECT": key["project_id"],
+        "GCP_ENV_TYPE": "tower",
+        "GCP_SERVICE_ACCOUNT_FILE": path,
+        "GOOGLE_APPLICATION_CREDENTIALS": path,
+    }

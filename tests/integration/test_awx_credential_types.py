@@ -89,30 +89,21 @@ def test_a_missing_required_input_is_refused(tmp_path):
         awx_injection.inject(load("egress_proxies_providers.yml"), {}, str(tmp_path))
 
 
-def test_the_gcp_key_injection_is_found_by_application_default_credentials(tmp_path):
+def _pem() -> str:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    pem = (
+    return (
         rsa.generate_private_key(public_exponent=65537, key_size=2048)
         .private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
         .decode()
     )
-    key = {
-        "type": "service_account",
-        "project_id": "awx-test-project",
-        "private_key_id": "0" * 40,
-        "private_key": pem,
-        "client_email": "egress@awx-test-project.iam.gserviceaccount.com",
-        "client_id": "1",
-        "token_uri": "https://oauth2.googleapis.com/token",
-    }
-    env, _extra, (path,) = awx_injection.inject(
-        load("egress_proxies_gcp_key.yml"), {"gcp_key": json.dumps(key)}, str(tmp_path / "job")
-    )
-    assert env == {"GOOGLE_APPLICATION_CREDENTIALS": path}
+
+
+def _adc(env: dict) -> list:
+    """(project, service account email) as Google's application default credentials find them."""
     probe = "import google.auth; c, p = google.auth.default(); print(p, c.service_account_email)"
     proc = subprocess.run(
         [sys.executable, "-c", probe],
@@ -122,4 +113,35 @@ def test_the_gcp_key_injection_is_found_by_application_default_credentials(tmp_p
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["awx-test-project", key["client_email"]]
+    return proc.stdout.split()
+
+
+def test_the_gcp_key_injection_is_found_by_application_default_credentials(tmp_path):
+    key = {
+        "type": "service_account",
+        "project_id": "awx-test-project",
+        "private_key_id": "0" * 40,
+        "private_key": _pem(),
+        "client_email": "egress@awx-test-project.iam.gserviceaccount.com",
+        "client_id": "1",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    env, _extra, (path,) = awx_injection.inject(
+        load("egress_proxies_gcp_key.yml"), {"gcp_key": json.dumps(key)}, str(tmp_path / "job")
+    )
+    assert env == {"GOOGLE_APPLICATION_CREDENTIALS": path}
+    assert _adc(env) == ["awx-test-project", key["client_email"]]
+
+
+def test_the_builtin_gce_credential_is_found_by_application_default_credentials(tmp_path):
+    """docs/awx.md: with AWX's built-in Google Compute Engine credential a gcp block needs no
+    key path. Its injector writes a key of its own shape (no private_key_id) from the inputs."""
+    inputs = {
+        "username": "egress@awx-test-project.iam.gserviceaccount.com",
+        "project": "awx-test-project",
+        "ssh_key_data": _pem(),
+    }
+    env = awx_injection.gce(inputs, str(tmp_path / "job"))
+    assert env["GOOGLE_APPLICATION_CREDENTIALS"] == env["GCE_CREDENTIALS_FILE_PATH"]
+    assert stat.S_IMODE(os.stat(env["GOOGLE_APPLICATION_CREDENTIALS"]).st_mode) == 0o600
+    assert _adc(env) == ["awx-test-project", inputs["username"]]

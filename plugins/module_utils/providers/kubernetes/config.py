@@ -16,9 +16,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base i
     check_cidrs,
     check_dns_label,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import connection
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
     Field,
     field_validator,
+    model_validator,
 )
 
 # A Squid image; the Pod runs it as the image's proxy user (uid 13) with a read-only root.
@@ -65,8 +67,16 @@ class KubernetesConfig(BlockModel):
         default_factory=lambda: list(DEFAULT_ALLOWED_SOURCE_RANGES), min_length=1
     )
     namespace: str | None = None
+    # How to reach the cluster (connection.py): kubernetes.core's options, camelCase.
     kubeconfig: str | None = None
     context: str | None = None
+    host: str | None = None
+    api_key: str | None = Field(default=None, repr=False)  # a bearer token: never shown
+    ca_cert: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    validate_certs: bool | None = None
+    proxy: str | None = None
     request_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
 
     @field_validator("image")
@@ -86,12 +96,26 @@ class KubernetesConfig(BlockModel):
     def _namespace(cls, value):
         return None if value is None else check_dns_label(value, "namespace")
 
-    @field_validator("kubeconfig")
+    @model_validator(mode="before")
     @classmethod
-    def _kubeconfig(cls, value):
-        if value is not None and not value.startswith("/"):
-            raise ValueError("must be an absolute path")
-        return value
+    def _connection_from_environment(cls, data):
+        """A connection option the block leaves out comes from its ``K8S_AUTH_*`` variable."""
+        return connection.from_environment(data)
+
+    @field_validator("kubeconfig", "ca_cert", "client_cert", "client_key")
+    @classmethod
+    def _absolute(cls, value):
+        return connection.check_absolute(value)
+
+    @field_validator("host", "proxy")
+    @classmethod
+    def _url(cls, value):
+        return connection.check_url(value)
+
+    @field_validator("api_key")
+    @classmethod
+    def _api_key(cls, value):
+        return connection.check_not_empty(value)
 
     @field_validator("context")
     @classmethod
@@ -99,3 +123,10 @@ class KubernetesConfig(BlockModel):
         if value is not None and not value:
             raise ValueError("must not be empty (leave it out for the kubeconfig's current context)")
         return value
+
+    @model_validator(mode="after")
+    def _client_pair(self):
+        """A client certificate without its key (or the reverse) authenticates nobody."""
+        if bool(self.client_cert) != bool(self.client_key):
+            raise ValueError("clientCert and clientKey go together (one is set, the other is not)")
+        return self

@@ -84,7 +84,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             if self._client is None:
                 self._client = abandon.run(
                     sdk.api_client,
-                    (self.config.kubeconfig, self.config.context),
+                    (self.config,),
                     self.config.request_timeout_seconds,
                     deadline,
                     "load kubeconfig",

@@ -4,8 +4,9 @@
 
 Only this provider package imports the SDK. Where it is missing, the collection still imports;
 building a client then raises ``SDKMissing`` (classified Permanent: installing the library
-fixes it). ``api_client`` reads the kubeconfig (or the in-cluster service account) without
-contacting the API server, and disables the client's own retries: the caller's Deadline bounds
+fixes it). ``api_client`` builds the client from the block's connection options, the
+kubeconfig or the in-cluster service account (connection.py) without contacting the API
+server, and disables the client's own retries: the caller's Deadline bounds
 every call through ``_request_timeout``.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import traceback
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import connection
 
 try:
     from kubernetes import client as k8s_client
@@ -72,34 +74,54 @@ def require_sdk() -> None:
         )
 
 
-def api_client(kubeconfig: str | None, context: str | None):
-    """An ``ApiClient`` for the kubeconfig (and context), else for the in-cluster config."""
+def _source(block) -> str:
+    """What was being read, for a ConfigException's message (the client's never says)."""
+    if block.kubeconfig or block.context:
+        return "kubeconfig %s%s" % (
+            block.kubeconfig or "(default)",
+            ", context %s" % block.context if block.context else "",
+        )
+    return "in-cluster config, then the default kubeconfig"
+
+
+def _load(block, configuration) -> None:
+    """kubernetes.core's order: host with a token or client certificate needs nothing loaded;
+    else a kubeconfig or context names the kubeconfig; else the in-cluster config, falling
+    back to the default kubeconfig (``$KUBECONFIG``, else ``~/.kube/config``)."""
+    if connection.has_credentials(block):
+        return
+    kube = {"context": block.context, "client_configuration": configuration, "persist_config": False}
+    if block.kubeconfig or block.context:
+        k8s_config.load_kube_config(config_file=block.kubeconfig, **kube)
+        return
+    try:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    except ConfigException as in_cluster:
+        try:
+            k8s_config.load_kube_config(config_file=None, **kube)
+        except ConfigException as default:
+            raise ConfigException("%s; %s" % (in_cluster, default)) from default
+
+
+def api_client(block):
+    """An ``ApiClient`` for the block's connection options (connection.py), over what the
+    kubeconfig or the in-cluster config give."""
     require_sdk()
     configuration = k8s_client.Configuration()
-    if kubeconfig:
-        require_readable(kubeconfig, "kubeconfig")  # missing: Transient (credential_files.py)
+    for path, what in (
+        (block.kubeconfig, "kubeconfig"),
+        (block.ca_cert, "caCert"),
+        (block.client_cert, "clientCert"),
+        (block.client_key, "clientKey"),
+    ):
+        if path:
+            require_readable(path, what)  # missing: Transient (credential_files.py)
     try:
-        if kubeconfig or context:
-            k8s_config.load_kube_config(
-                config_file=kubeconfig,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        else:
-            k8s_config.load_incluster_config(client_configuration=configuration)
+        _load(block, configuration)
     except ConfigException as exc:
-        # The client's message does not say which file or context it was reading.
-        source = (
-            "in-cluster config"
-            if not (kubeconfig or context)
-            else "kubeconfig %s%s"
-            % (
-                kubeconfig or "(default)",
-                ", context %s" % context if context else "",
-            )
-        )
-        raise ConfigException("%s: %s" % (source, exc)) from exc
+        raise ConfigException("%s: %s" % (_source(block), exc)) from exc
+    for attribute, value in connection.overrides(block).items():
+        setattr(configuration, attribute, value)
     configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take
     return k8s_client.ApiClient(configuration)
 
