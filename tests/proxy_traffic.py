@@ -11,6 +11,7 @@ import contextlib
 import http.client
 import http.server
 import threading
+import time
 
 
 class _Hello(http.server.BaseHTTPRequestHandler):
@@ -57,3 +58,17 @@ def fetch_via(proxy_ip: str, proxy_port: int, origin, source: str = "127.0.0.1",
         return response.status, response.read().decode("utf-8", "replace")
     finally:
         conn.close()
+
+
+def until(what: str, check, seconds: float = 20.0):
+    """Poll ``check`` until it is truthy (a wait for Squid's reconfigure, not a timing assertion)."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            value = check()
+        except ConnectionRefusedError:  # a reconfiguring Squid reopens its port
+            value = False
+        if value or time.monotonic() > end:
+            assert value, "%s never happened" % what
+            return value
+        time.sleep(0.2)

@@ -22,6 +22,8 @@ import signal
 import socket
 import time
 
+import squid_procs
+
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
@@ -216,24 +218,7 @@ class LocalBackend:
 
     def squid_pids(self, conf_path: str | None = None) -> list:
         """Pids whose command line names a squid.conf of this state directory (or ``conf_path``)."""
-        prefix = self.instances_dir + os.sep
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open("/proc/%s/cmdline" % entry, "rb") as handle:
-                    argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
-            except OSError:
-                continue
-            for arg in argv:
-                if conf_path is not None and arg == conf_path:
-                    pids.append(int(entry))
-                    break
-                if conf_path is None and arg.startswith(prefix) and arg.endswith(os.sep + process.CONF):
-                    pids.append(int(entry))
-                    break
-        return pids
+        return squid_procs.squid_pids(self.instances_dir, conf_path)
 
     def teardown(self) -> None:
         problems = []

@@ -16,33 +16,19 @@ import time
 import uuid
 
 import pytest
-from proxy_traffic import fetch_via, origin_server
+from proxy_traffic import fetch_via
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
-from contract.local_backend import LocalBackend
+from contract import local_fixtures
 from contract.suite import ContractSuite, cleanup, dl, wait_for_state
 
 pytestmark = pytest.mark.squid
-
-
-@pytest.fixture
-def backend(tmp_path):
-    harness = LocalBackend(tmp_path)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
+backend, origin = local_fixtures.backend, local_fixtures.origin  # the shared fixtures
 
 
 class TestLocalContract(ContractSuite):
     """Every contract rule, against real Squid processes."""
-
-
-@pytest.fixture
-def origin():
-    with origin_server() as address:
-        yield address
 
 
 def test_instance_proxies_http_and_serves_only_allowed_sources(backend, origin):

@@ -10,52 +10,24 @@ import logging
 import os
 import pwd
 import stat
-import time
 import uuid
 
 import pytest
-from proxy_traffic import fetch_via, origin_server
+from proxy_traffic import fetch_via
+from proxy_traffic import until as _until
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
-from contract.local_backend import LocalBackend
+from contract import local_fixtures
 from contract.suite import cleanup, dl, wait_for_state
 
 pytestmark = pytest.mark.squid
+backend, origin = local_fixtures.backend, local_fixtures.origin  # the shared fixtures
 
 SENTINEL = "Sentinel-Pw-7f3a9c"
 ALLOWED, OUTSIDE = "127.0.0.2", "127.0.0.3"
-
-
-@pytest.fixture
-def backend(tmp_path):
-    harness = LocalBackend(tmp_path)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
-
-
-@pytest.fixture
-def origin():
-    with origin_server() as address:
-        yield address
-
-
-def _until(what: str, check, seconds: float = 20.0):
-    """Poll ``check`` until it is truthy (a wait for Squid's reconfigure, not a timing assertion)."""
-    end = time.monotonic() + seconds
-    while True:
-        try:
-            value = check()
-        except ConnectionRefusedError:  # a reconfiguring Squid reopens its port
-            value = False
-        if value or time.monotonic() > end:
-            assert value, "%s never happened" % what
-            return value
-        time.sleep(0.2)
 
 
 def _tree_text(directory: str) -> str:
@@ -92,9 +64,11 @@ def test_credentials_required_and_ranges_still_enforced(backend, origin, caplog)
         directory = backend.instance_dir(provider_id)
         passwd = os.path.join(directory, "passwd")
         info = os.stat(passwd)
-        assert stat.S_IMODE(info.st_mode) == 0o600
-        if os.geteuid() == 0:  # Squid drops to the proxy user, whose helper reads the file
-            assert info.st_uid == pwd.getpwnam("proxy").pw_uid
+        if os.geteuid() == 0:  # root's file, readable by the proxy group whose helper reads it
+            assert stat.S_IMODE(info.st_mode) == 0o640
+            assert (info.st_uid, info.st_gid) == (0, pwd.getpwnam("proxy").pw_gid)
+        else:
+            assert stat.S_IMODE(info.st_mode) == 0o600
         with open(passwd, encoding="utf-8") as handle:
             assert handle.read().startswith("crawler:$6$")
         assert SENTINEL not in _tree_text(directory)

@@ -8,7 +8,7 @@ import dataclasses
 import uuid
 
 import pytest
-from contract.local_backend import LocalBackend
+from contract import local_fixtures
 from contract.suite import cleanup, dl, wait_for_state
 from egress_proxies_controller import proxy_health
 from proxy_traffic import origin_server
@@ -17,17 +17,9 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import contra
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
 
 pytestmark = pytest.mark.squid
+backend = local_fixtures.backend  # the shared fixture
 
 SENTINEL = "Sentinel-Probe-Pw"
-
-
-@pytest.fixture
-def backend(tmp_path):
-    harness = LocalBackend(tmp_path)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
 
 
 @contextlib.contextmanager

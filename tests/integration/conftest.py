@@ -7,7 +7,7 @@ import uuid
 import pytest
 from contract.local_backend import random_loopback_range
 
-from .local_env import instance_dirs
+from .local_env import instance_dirs, kill_squids
 from .playbook import run_playbook
 
 PI = "crawl.egress_proxies.proxy_instance"
@@ -15,7 +15,8 @@ PI = "crawl.egress_proxies.proxy_instance"
 
 @pytest.fixture
 def local(tmp_path):
-    """Module defaults for a throwaway local provider; deletes whatever is left at teardown."""
+    """Module defaults for a throwaway local provider; deletes whatever is left at teardown, and
+    fails (after killing them by pid) when Squid processes of its state directory survive."""
     state_dir = tmp_path / "state"
     defaults = {
         "providers": [
@@ -45,3 +46,4 @@ def local(tmp_path):
             module_defaults=defaults,
         )
     assert instance_dirs(state_dir) == [], "instances left behind"
+    assert kill_squids(state_dir) == [], "Squid processes left behind (killed by pid)"

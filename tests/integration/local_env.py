@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
+import squid_procs
 
 
 def instance_dirs(state_dir) -> list:
@@ -16,9 +15,10 @@ def instance_dirs(state_dir) -> list:
 
 
 def squid_pids(state_dir) -> list:
-    pids = []
-    for record in (state_dir / "instances").glob("*/process.json"):
-        pid = json.loads(record.read_text())["pid"]
-        if os.path.exists("/proc/%d" % pid):
-            pids.append(pid)
-    return pids
+    """Live Squids of this state directory, with or without a ``process.json``."""
+    return squid_procs.squid_pids(state_dir / "instances")
+
+
+def kill_squids(state_dir) -> list:
+    """SIGKILL, by pid, every Squid of ``state_dir`` a failing test left; returns their pids."""
+    return squid_procs.kill_all(state_dir / "instances")

@@ -13,7 +13,12 @@ import pytest
 from fakes.libvirt_fake import FakeHost, err
 from fakes.trickle_server import TrickleServer
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, proxy_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    contract,
+    credential_files,
+    errors,
+    proxy_auth,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
@@ -595,11 +600,11 @@ def test_credential_files_are_read_on_every_dial(tmp_path, image_server):
     )
 
     key, known = tmp_path / "id", tmp_path / "known_hosts"
-    with pytest.raises(libvirt_backend.CredentialsUnavailable) as exc_info:
+    with pytest.raises(credential_files.CredentialsUnavailable) as exc_info:
         libvirt_backend.check_credentials(str(key), str(known))
     assert "sshKeyFile" in str(exc_info.value)
     key.write_text("KEY MATERIAL NEVER SHOWN")
-    with pytest.raises(libvirt_backend.CredentialsUnavailable) as exc_info:
+    with pytest.raises(credential_files.CredentialsUnavailable) as exc_info:
         libvirt_backend.check_credentials(str(key), str(known))
     assert "knownHostsFile" in str(exc_info.value) and "KEY MATERIAL" not in str(exc_info.value)
     known.write_text("")

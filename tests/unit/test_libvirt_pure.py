@@ -12,6 +12,9 @@ import pycdlib
 import pytest
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
@@ -34,7 +37,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     CallAbandoned,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.libvirt_backend import (
-    CredentialsUnavailable,
     LibraryMissing,
     uri_for,
 )

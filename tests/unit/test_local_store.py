@@ -3,6 +3,7 @@ under concurrency and exhaustion, and failures that must not look like an empty 
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -114,3 +115,33 @@ def test_corrupt_record_is_an_error(store):
         handle.write("{not json")
     with pytest.raises(StoreError, match="cannot read"):
         store.read("proxy-a")
+
+
+@pytest.fixture
+def outside(tmp_path):
+    path = tmp_path / "outside"
+    path.write_text("root-only content\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def test_store_read_never_follows_a_planted_record(tmp_path, outside):
+    """Failed on dd934a7: the record was opened by path, so a link at instance.json (plantable
+    by the Squid user in an old-layout directory) was followed and read as root."""
+    store = Store(str(tmp_path / "state"), "127.200.3.0/28")
+    store.create("proxy-a", "uid-a", "inst", 3128, {})
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"proxy-operator-managed": "true", "name": "forged"}))
+    record = os.path.join(store.path("proxy-a"), RECORD)
+    os.unlink(record)
+    os.symlink(str(elsewhere), record)
+    with pytest.raises(StoreError):
+        store.read("proxy-a")
+
+
+def test_store_refuses_an_instance_directory_that_is_a_link(tmp_path):
+    store = Store(str(tmp_path / "state"), "127.200.4.0/28")
+    store.create("proxy-a", "uid-a", "inst", 3128, {})
+    os.symlink(store.path("proxy-a"), store.path("proxy-b"))
+    with pytest.raises(StoreError, match="symbolic link"):
+        store.read("proxy-b")

@@ -23,6 +23,7 @@ from __future__ import annotations
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
     CredentialsUnavailable,
+    CredentialsUnsafe,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 
@@ -133,7 +134,7 @@ def classify(exc: BaseException) -> str:
         return exc.error_class
     if isinstance(exc, CredentialsUnavailable):
         return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
-    if isinstance(exc, (SdkMissing, CredentialsProblem)):
+    if isinstance(exc, (SdkMissing, CredentialsProblem, CredentialsUnsafe)):
         return errors.PERMANENT
     if isinstance(exc, DeadlineExceeded):
         return errors.TRANSIENT
@@ -198,7 +199,7 @@ def check_reason(exc: BaseException) -> str:
         return contract.REASON_API_ERROR
     if isinstance(exc, SdkMissing):
         return REASON_SDK_MISSING
-    if isinstance(exc, CredentialsProblem | CredentialsUnavailable):
+    if isinstance(exc, CredentialsProblem | CredentialsUnavailable | CredentialsUnsafe):
         return contract.REASON_UNAUTHORIZED
     auth_exceptions = _auth_exceptions()
     if auth_exceptions is not None and isinstance(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
     CredentialsUnavailable,
+    CredentialsUnsafe,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
@@ -47,7 +48,7 @@ def reason_for(exc: BaseException) -> str:
         return contract.REASON_TIMEOUT
     if isinstance(exc, sdk.SDKMissing):
         return REASON_LIBRARY
-    if isinstance(exc, sdk.ConfigException | CredentialsUnavailable):
+    if isinstance(exc, sdk.ConfigException | CredentialsUnavailable | CredentialsUnsafe):
         return REASON_CONFIG
     if isinstance(exc, sdk.ApiException):
         code = status_of(exc)[0]

@@ -19,6 +19,7 @@ import json
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
     CredentialsUnavailable,
+    CredentialsUnsafe,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
@@ -85,7 +86,7 @@ def classify(exc: BaseException) -> str:
         return errors.TRANSIENT
     if isinstance(exc, CredentialsUnavailable):
         return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
-    if isinstance(exc, sdk.SDKMissing | sdk.ConfigException):
+    if isinstance(exc, sdk.SDKMissing | sdk.ConfigException | CredentialsUnsafe):
         return errors.PERMANENT  # install the library or fix the kubeconfig
     if isinstance(exc, sdk.ApiException):
         code, _reason, message = status_of(exc)

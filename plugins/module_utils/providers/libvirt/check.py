@@ -17,6 +17,10 @@ from __future__ import annotations
 import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+    CredentialsUnsafe,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
@@ -28,7 +32,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     is_ssh_auth_failure,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.libvirt_backend import (
-    CredentialsUnavailable,
     LibraryMissing,
 )
 
@@ -41,7 +44,7 @@ MIB = 1024**2
 
 
 def reason_for(exc: BaseException) -> str:
-    if isinstance(exc, CredentialsUnavailable):
+    if isinstance(exc, CredentialsUnavailable | CredentialsUnsafe):
         return REASON_CREDENTIALS_UNAVAILABLE
     if isinstance(exc, LibraryMissing):
         return REASON_LIBRARY_MISSING

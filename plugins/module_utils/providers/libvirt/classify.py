@@ -22,10 +22,13 @@ import socket
 import urllib.error
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    CredentialsUnavailable,
+    CredentialsUnsafe,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.libvirt_backend import (
-    CredentialsUnavailable,
     LibraryMissing,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.metadata import (
@@ -89,7 +92,7 @@ def classify(op: str, exc: BaseException) -> str:
         return exc.error_class
     if isinstance(exc, Quota):
         return errors.QUOTA_EXCEEDED
-    if isinstance(exc, (Permanent, LibraryMissing, MarksError)):
+    if isinstance(exc, (Permanent, LibraryMissing, MarksError, CredentialsUnsafe)):
         return errors.PERMANENT
     if isinstance(exc, (Transient, CredentialsUnavailable, DeadlineExceeded)):
         return errors.TRANSIENT

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import urllib.parse
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend
 
 try:
@@ -41,10 +42,6 @@ _NOT_BUILT_IN = "transport support was not enabled"
 
 class LibraryMissing(Exception):
     """libvirt-python is not installed where the module runs (Permanent: install it)."""
-
-
-class CredentialsUnavailable(Exception):
-    """The SSH key or known_hosts file cannot be read yet (Transient: a Secret may be mounting)."""
 
 
 def _translate(exc):
@@ -271,15 +268,11 @@ class LibvirtConnection:
 
 
 def check_credentials(key_file: str, known_hosts_file: str) -> None:
-    """Both files must be readable now; their contents are left to libssh2 (never logged)."""
+    """Both files must be readable now, through no path another user can change; their
+    contents are left to libssh2 (never logged)."""
     for what, path in (("sshKeyFile", key_file), ("knownHostsFile", known_hosts_file)):
-        if not path:
-            continue
-        try:
-            with open(path, "rb") as handle:
-                handle.read(1)
-        except OSError as exc:
-            raise CredentialsUnavailable("%s %s cannot be read: %s" % (what, path, exc.strerror)) from None
+        if path:
+            require_readable(path, what)
 
 
 def uri_for(host, key_file: str, known_hosts_file: str, insecure: bool, transport: str = TRANSPORT) -> str:

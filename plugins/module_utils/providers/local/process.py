@@ -6,6 +6,12 @@ A pid alone proves nothing (pids are reused), so a process counts as an instance
 when its start time matches the one recorded when it was started and its command line names
 the instance's own squid.conf. Squid runs in the foreground (``-N``) in its own session, so it
 outlives the short module process that started it.
+
+``process.json`` is only a fast path. A crash (SIGKILL, a full disk) between starting Squid and
+writing it leaves a Squid with no record (issue 28), so a Squid is also found by what survives
+any crash: its command line, which names the instance's own squid.conf after ``-f``
+(``find``). ``status`` falls back to that, ``stop`` stops every one it finds and fails while one
+survives, and a failed ``start`` stops the Squid it started before raising.
 """
 
 from __future__ import annotations
@@ -13,14 +19,18 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import itertools
 import json
 import os
 import signal
 import subprocess
 import time
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import safe_files
+
 PROCESS_RECORD = "process.json"
 CONF = "squid.conf"
+OUTPUT = "squid.out"
 
 ALIVE = "alive"
 SUSPENDED = "suspended"
@@ -60,14 +70,43 @@ def _cmdline(pid: int) -> list:
 
 def read_record(instance_dir: str):
     try:
-        with open(os.path.join(instance_dir, PROCESS_RECORD), encoding="utf-8") as handle:
-            return json.load(handle)
+        with safe_files.opened_dir(instance_dir) as fd:
+            return json.loads(safe_files.read_text(fd, PROCESS_RECORD))
     except (OSError, ValueError):
         return None
 
 
-def status(instance_dir: str) -> tuple:
-    """``(ALIVE|SUSPENDED|DEAD, pid)`` of the instance's own Squid."""
+def _names_conf(argv: list, conf: str) -> bool:
+    """Whether a command line is a Squid started with ``-f conf``."""
+    return any(arg == "-f" and value == conf for arg, value in itertools.pairwise(argv))
+
+
+def find(instance_dir: str) -> list:
+    """Pids of every live process started with this instance's squid.conf (``-f``), found in
+    ``/proc``: what is left of its Squid whatever happened to ``process.json``."""
+    conf = os.path.join(instance_dir, CONF)
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _names_conf(_cmdline(int(entry)), conf):
+            stat = _proc_stat(int(entry))
+            if stat is not None and stat[0] not in "ZX":
+                pids.append(int(entry))
+    return sorted(pids)
+
+
+def _state(pid: int) -> str:
+    stat = _proc_stat(pid)
+    if stat is None:
+        return DEAD
+    if stat[0] in _ALIVE_STATES:
+        return ALIVE
+    if stat[0] in _SUSPENDED_STATES:
+        return SUSPENDED
+    return DEAD
+
+
+def _recorded(instance_dir: str) -> tuple:
+    """``(state, pid)`` from ``process.json`` alone, checked against ``/proc``."""
     record = read_record(instance_dir)
     if not record:
         return DEAD, 0
@@ -79,12 +118,21 @@ def status(instance_dir: str) -> tuple:
     stat = _proc_stat(pid)
     if stat is None or stat[1] != record.get("startTicks"):
         return DEAD, pid
-    if os.path.join(instance_dir, CONF) not in _cmdline(pid):
+    if not _names_conf(_cmdline(pid), os.path.join(instance_dir, CONF)):
         return DEAD, pid
-    if stat[0] in _ALIVE_STATES:
-        return ALIVE, pid
-    if stat[0] in _SUSPENDED_STATES:
-        return SUSPENDED, pid
+    return _state(pid), pid
+
+
+def status(instance_dir: str) -> tuple:
+    """``(ALIVE|SUSPENDED|DEAD, pid)`` of the instance's own Squid: the recorded one, else any
+    found by its command line (a Squid whose record a crash lost is still this instance's)."""
+    state, pid = _recorded(instance_dir)
+    if state != DEAD:
+        return state, pid
+    for found in find(instance_dir):
+        found_state = _state(found)
+        if found_state != DEAD:
+            return found_state, found
     return DEAD, pid
 
 
@@ -96,56 +144,97 @@ SQUID_ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 
 
 def start(squid_binary: str, instance_dir: str, instance_name: str) -> int:
-    """Start Squid for the instance and record its identity; returns the pid."""
+    """Start Squid for the instance and record its identity; returns the pid. When the record
+    cannot be written (a full disk), the Squid just started is stopped before the error is
+    raised: a Squid nobody recorded must not be left serving."""
     conf = os.path.join(instance_dir, CONF)
-    with open(os.path.join(instance_dir, "squid.out"), "ab") as out:
-        child = subprocess.Popen(
-            [squid_binary, "-N", "-f", conf, "-n", service_name(instance_name)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            close_fds=True,
-            start_new_session=True,
-            cwd=instance_dir,
-            env=dict(SQUID_ENVIRONMENT),
-        )
-    _children[child.pid] = child
-    # Popen can return while the kernel is still finishing the exec: /proc/<pid>/cmdline reads
-    # empty for a moment, and status() would call the starting Squid dead (get: Stopped;
-    # delete: nothing to stop, so Squid outlived its directory). Wait until it shows the conf.
-    end = time.monotonic() + 2.0
-    while conf not in _cmdline(child.pid) and child.poll() is None and time.monotonic() < end:
-        time.sleep(0.005)
-    stat = _proc_stat(child.pid)
-    record = {"pid": child.pid, "startTicks": stat[1] if stat else None, "startedAt": time.time()}
-    tmp = os.path.join(instance_dir, PROCESS_RECORD + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(record, handle)
-    os.rename(tmp, os.path.join(instance_dir, PROCESS_RECORD))
+    with safe_files.opened_dir(instance_dir) as dir_fd:
+        out = safe_files.open_append(dir_fd, OUTPUT)  # root's file in root's directory, unfollowed
+        try:
+            child = subprocess.Popen(
+                [squid_binary, "-N", "-f", conf, "-n", service_name(instance_name)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                close_fds=True,
+                start_new_session=True,
+                cwd=instance_dir,
+                env=dict(SQUID_ENVIRONMENT),
+            )
+        finally:
+            os.close(out)
+        _children[child.pid] = child
+        try:
+            # Popen can return while the kernel is still finishing the exec: /proc/<pid>/cmdline
+            # reads empty for a moment, and status() would call the starting Squid dead (get:
+            # Stopped; delete: nothing to stop). Wait until it shows the conf.
+            end = time.monotonic() + 2.0
+            while not _names_conf(_cmdline(child.pid), conf) and child.poll() is None:
+                if time.monotonic() >= end:
+                    break
+                time.sleep(0.005)
+            stat = _proc_stat(child.pid)
+            record = {"pid": child.pid, "startTicks": stat[1] if stat else None, "startedAt": time.time()}
+            safe_files.write_atomic(dir_fd, PROCESS_RECORD, json.dumps(record))
+        except BaseException:
+            _kill_started(child)
+            raise
     return child.pid
 
 
-def stop(instance_dir: str, instance_name: str, deadline, grace: float = 5.0) -> None:
-    """Stop the instance's Squid (TERM, then KILL after ``grace``) and remove its shared memory."""
-    state, pid = status(instance_dir)
-    if state != DEAD:
+def _kill_started(child) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        child.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=5)
+    _children.pop(child.pid, None)
+
+
+class Survived(Exception):
+    """A Squid of the instance outlived SIGKILL: the instance is not gone."""
+
+
+def _signal_all(pids, signum: int) -> None:
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
-            if state == SUSPENDED:
+            if signum == signal.SIGTERM and _state(pid) == SUSPENDED:
                 os.kill(pid, signal.SIGCONT)
-            os.kill(pid, signal.SIGTERM)
-        end = time.monotonic() + deadline.budget(grace)
-        while time.monotonic() < end and status(instance_dir)[0] != DEAD:
-            time.sleep(0.05)
-        if status(instance_dir)[0] != DEAD:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            end = time.monotonic() + 2.0
-            while time.monotonic() < end and status(instance_dir)[0] != DEAD:
-                time.sleep(0.02)
-    child = _children.pop(pid, None)
-    if child is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=0.5)
+            os.kill(pid, signum)
+
+
+def _wait_gone(instance_dir: str, seconds: float) -> list:
+    """Wait up to ``seconds`` until no Squid of the instance is left; returns the survivors."""
+    end = time.monotonic() + seconds
+    while True:
+        for pid, child in list(_children.items()):
+            if child.poll() is not None:
+                _children.pop(pid, None)
+        left = _all_pids(instance_dir)
+        if not left or time.monotonic() >= end:
+            return left
+        time.sleep(0.02)
+
+
+def _all_pids(instance_dir: str) -> list:
+    state, recorded = _recorded(instance_dir)
+    pids = set(find(instance_dir))
+    if state != DEAD:
+        pids.add(recorded)
+    return sorted(pid for pid in pids if _state(pid) != DEAD)
+
+
+def stop(instance_dir: str, instance_name: str, deadline, grace: float = 5.0) -> None:
+    """Stop every Squid of the instance (TERM, then KILL after ``grace``), recorded or found by
+    its command line, and remove its shared memory; raises ``Survived`` while one is left."""
+    pids = _all_pids(instance_dir)
+    if pids:
+        _signal_all(pids, signal.SIGTERM)
+        left = _wait_gone(instance_dir, deadline.budget(grace))
+        if left:
+            _signal_all(left, signal.SIGKILL)
+            left = _wait_gone(instance_dir, 2.0)
+        if left:
+            raise Survived("squid pid(s) %s of %s still running after SIGKILL" % (left, instance_dir))
     for segment in glob.glob("/dev/shm/%s-*" % service_name(instance_name)):
         with contextlib.suppress(OSError):
             os.unlink(segment)

@@ -14,7 +14,6 @@ its squid.conf; ``sync_auth`` rotates it in place and has the running Squid reco
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
 import os
@@ -32,11 +31,15 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     timestamps,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import listening, process
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
+    listening,
+    process,
+    safe_files,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
+    RUN,
     Store,
     StoreError,
-    replace_text,
     write_private,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import (
@@ -65,8 +68,8 @@ def classify(exc: BaseException) -> str:
         return errors.TRANSIENT
     if isinstance(exc, SquidMissing):
         return errors.PERMANENT
-    if isinstance(exc, PermissionError):
-        return errors.PERMANENT
+    if isinstance(exc, (PermissionError, safe_files.UnsafeFile)):
+        return errors.PERMANENT  # a planted link stays until someone removes it
     if isinstance(exc, StoreError) and "exhausted" in str(exc):
         return errors.QUOTA_EXCEEDED
     if isinstance(exc, OSError) and exc.errno is not None and exc.errno == 28:  # ENOSPC
@@ -110,6 +113,11 @@ class LocalProvider(contract.Provider, contract.Checker):
             return candidate, entry.pw_uid, entry.pw_gid
         return None
 
+    def _owner(self):
+        """``(uid, gid)`` of the user Squid runs as, or ``None`` when not running as root."""
+        squid_user = self._squid_user()
+        return squid_user[1:] if squid_user else None
+
     def _squid_binary(self) -> str:
         found = shutil.which(self.config.squid_binary) or shutil.which(
             self.config.squid_binary, path="/usr/sbin:/usr/local/sbin"
@@ -124,16 +132,17 @@ class LocalProvider(contract.Provider, contract.Checker):
         # Paths are relative to Squid's working directory, the instance directory: Squid opens
         # its logs (and its auth helper the password file) after dropping to the ``proxy`` user,
         # who may not be able to traverse stateDir's ancestors (a 0700 parent such as pytest's
-        # tmp_path or a home directory).
+        # tmp_path or a home directory). What Squid writes goes to ``run/``, the only directory
+        # its user owns; the instance directory itself is root's (issue 28), so no core file.
         return render(
             SquidSettings(
                 listen="%s:%d" % (record["address"], record["port"]),
                 allowed=tuple(self.config.allowed_source_ranges),
                 pid_file="none",
-                cache_log="cache.log",
-                access_log="access.log",
+                cache_log="%s/cache.log" % RUN,
+                access_log="%s/access.log" % RUN,
                 effective_user=squid_user[0] if squid_user else "",
-                coredump_dir=".",
+                coredump_dir=".",  # Squid's working directory: relative paths stay as above
                 visible_hostname=name,
                 outgoing_address=record["address"],
                 auth_file=PASSWD if with_auth else "",
@@ -154,30 +163,44 @@ class LocalProvider(contract.Provider, contract.Checker):
             )
 
     def _auth_differs(self, name: str, auth) -> bool:
-        path = os.path.join(self.store.path(name), PASSWD)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                current = handle.read()
-        except FileNotFoundError:
+        with self.store.opened(name) as fd:
+            try:
+                current = safe_files.read_text(fd, PASSWD) if fd is not None else None
+            except FileNotFoundError:
+                current = None
+        if current is None:
             return auth is not None
         return auth is None or not auth.matches(current)
 
+    def _adopt(self, name: str, record: dict) -> None:
+        """Take an instance directory of the old layout back from the Squid user before root
+        writes in it, and rewrite its squid.conf (and password file) for the new layout."""
+        if not self.store.adopt(name, self._owner()):
+            return
+        with self.store.opened(name) as fd:
+            try:
+                # A link at passwd fails here (permanent, naming it): never read through, and
+                # never taken for "no auth", which would open the proxy to every allowed source.
+                current = safe_files.read_text(fd, PASSWD)
+            except FileNotFoundError:
+                current = None
+            if current is not None:
+                write_private(fd, PASSWD, current, self._owner())
+            conf = self._squid_conf(name, record, self._squid_user(), current is not None)
+            safe_files.write_atomic(fd, process.CONF, conf)
+        log.info("provider=%s name=%s instance directory moved to the current layout", self.name, name)
+
     def _rewrite_auth(self, name: str, record: dict, auth) -> None:
         """Password file first, then the squid.conf that names it; then Squid rereads both."""
-        directory = self.store.path(name)
-        squid_user = self._squid_user()
-        if auth is not None:
-            write_private(
-                os.path.join(directory, PASSWD), auth.passwd_line(), squid_user[1:] if squid_user else None
-            )
-        replace_text(
-            os.path.join(directory, process.CONF),
-            self._squid_conf(name, record, squid_user, auth is not None),
-        )
-        if auth is None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(directory, PASSWD))
-        state, pid = process.status(directory)
+        self._adopt(name, record)
+        with self.store.opened(name) as fd:
+            if auth is not None:
+                write_private(fd, PASSWD, auth.passwd_line(), self._owner())
+            conf = self._squid_conf(name, record, self._squid_user(), auth is not None)
+            safe_files.write_atomic(fd, process.CONF, conf)
+            if auth is None:
+                safe_files.unlink(fd, PASSWD)
+        state, pid = process.status(self.store.path(name))
         if state != process.DEAD:
             os.kill(pid, signal.SIGHUP)  # Squid's reconfigure: rereads squid.conf, restarts its helpers
 
@@ -224,6 +247,9 @@ class LocalProvider(contract.Provider, contract.Checker):
 
     def _ensure_running(self, name: str, deadline) -> None:
         with self.store.locked(name, deadline):
+            record = self.store.read(name)
+            if record is not None:
+                self._adopt(name, record)
             state, pid = process.status(self.store.path(name))
             if state == process.ALIVE:
                 return
@@ -269,15 +295,13 @@ class LocalProvider(contract.Provider, contract.Checker):
             if existing is not None and req.auth is not None:
                 self.sync_auth(provider_id, req.auth, deadline)  # before a stopped Squid restarts
             if existing is None:
-                squid_user = self._squid_user()
-                owner = squid_user[1:] if squid_user else None
                 self.store.create(
                     req.name,
                     req.uid,
                     self.installation,
                     int(req.port),
-                    self._files(req.name, squid_user, req.auth),
-                    owner,
+                    self._files(req.name, self._squid_user(), req.auth),
+                    self._owner(),
                     deadline=deadline,
                     private=(PASSWD,),
                 )
@@ -352,6 +376,9 @@ class LocalProvider(contract.Provider, contract.Checker):
             with self.store.locked(name, deadline):
                 record = self.store.read(name)
                 if record is None:
+                    # No directory, yet a Squid started from it may still serve (an older
+                    # version removed the directory first): it is this instance's, stop it.
+                    process.stop(self.store.path(name), name, deadline)
                     return
                 refusal = ownership.foreign(
                     "instance %s" % name,

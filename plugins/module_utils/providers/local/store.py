@@ -7,6 +7,13 @@ An instance directory appears atomically (built under a temporary name, then ren
 inside, so an instance never exists without its marks, and a crash leaves either nothing or a
 complete record. Addresses are allocated under an exclusive lock on the state directory, so
 concurrent creates, in threads or in separate module processes, never share an address.
+
+Owners (issue 28): the instance directory and what only root writes in it (``instance.json``,
+``squid.conf``, ``passwd``, ``process.json``, ``squid.out``) belong to the module's user; only
+the ``run/`` subdirectory, where Squid writes its logs and core files, belongs to the user Squid
+runs as. So the Squid user cannot plant a link where root writes. Every file is reached through
+a directory descriptor with no-follow opens (``safe_files``), and instance directories of the
+old layout (owned by the Squid user, logs beside the config) are taken back by ``adopt``.
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ import shutil
 import tempfile
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import safe_files
 
 RECORD = "instance.json"
+RUN = "run"  # Squid's own directory (logs, core files): the only one its user may write
 LOCK_POLL_SECONDS = 0.05
 INSTANCES = "instances"
 
@@ -40,19 +49,55 @@ class Store:
     def path(self, name: str) -> str:
         return os.path.join(self.instances_dir, name)
 
+    @contextlib.contextmanager
+    def opened(self, name: str):
+        """A descriptor of the instance directory (``None`` when it does not exist), reached
+        without following a link at ``instances`` or at the name."""
+        try:
+            with safe_files.opened_dir(self.instances_dir) as instances_fd:
+                fd = safe_files.open_dir(name, instances_fd)
+        except FileNotFoundError:
+            yield None
+            return
+        except (NotADirectoryError, safe_files.UnsafeFile):
+            raise StoreError("%s is not a directory (or is a symbolic link)" % self.path(name)) from None
+        except OSError as exc:
+            raise StoreError("cannot open %s: %s" % (self.path(name), exc)) from None
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
     def read(self, name: str):
         """The record of ``name``, or ``None`` when the instance does not exist."""
-        try:
-            with open(os.path.join(self.path(name), RECORD), encoding="utf-8") as handle:
-                return json.load(handle)
-        except FileNotFoundError:
-            if os.path.isdir(self.path(name)):
+        with self.opened(name) as fd:
+            if fd is None:
+                return None
+            try:
+                return json.loads(safe_files.read_text(fd, RECORD))
+            except FileNotFoundError:
                 raise StoreError("instance directory %s has no %s" % (self.path(name), RECORD)) from None
-            return None
-        except NotADirectoryError:
-            raise StoreError("state directory %s is not a directory" % self.instances_dir) from None
-        except (OSError, ValueError) as exc:
-            raise StoreError("cannot read %s: %s" % (self.path(name), exc)) from None
+            except (OSError, ValueError) as exc:
+                raise StoreError("cannot read %s: %s" % (self.path(name), exc)) from None
+
+    def adopt(self, name: str, owner=None) -> bool:
+        """Bring an instance directory to the current layout; ``True`` when it changed.
+
+        A directory of the old layout belongs to the user Squid runs as, who could plant links
+        in it: it is taken back (owner and mode set on its descriptor, so a swapped path changes
+        nothing) before root writes anything there, and gets its ``run/`` directory. Links the
+        Squid user left behind stay inert: root writes only fresh files renamed into place.
+        """
+        with self.opened(name) as fd:
+            if fd is None:
+                return False
+            changed = False
+            info = os.fstat(fd)
+            if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+                os.fchown(fd, os.geteuid(), os.getegid())
+                os.fchmod(fd, 0o755)
+                changed = True
+            return _ensure_run_dir(fd, owner) or changed
 
     def names(self) -> list:
         """Every instance name; raises ``StoreError`` when the directory cannot be listed."""
@@ -103,7 +148,8 @@ class Store:
 
         ``files`` maps file names to a callable ``(record) -> text`` so files that depend on the
         allocated address (squid.conf) are written inside the same atomic step; the ones named
-        in ``private`` (the password file) are 0600 and owned by ``owner``, who runs Squid.
+        in ``private`` (the password file) are readable by ``owner``'s group only; ``owner``
+        (``(uid, gid)`` of the user Squid runs as) gets the ``run/`` directory, nothing else.
         Returns the record. Caller holds no lock; this takes the store lock itself.
         """
         with self.locked(deadline=deadline):
@@ -121,16 +167,16 @@ class Store:
             }
             staging = tempfile.mkdtemp(prefix=".new-%s-" % name, dir=self.instances_dir)
             try:
-                os.chmod(staging, 0o755)
-                for file_name, render in files.items():
-                    path = os.path.join(staging, file_name)
-                    if file_name in private:
-                        write_private(path, render(record), owner)
-                    else:
-                        _write(path, render(record))
-                _write(os.path.join(staging, RECORD), json.dumps(record, indent=2, sort_keys=True))
-                if owner is not None:
-                    os.chown(staging, owner[0], owner[1])
+                with safe_files.opened_dir(staging) as fd:
+                    os.fchmod(fd, 0o755)
+                    for file_name, render in files.items():
+                        if file_name in private:
+                            write_private(fd, file_name, render(record), owner)
+                        else:
+                            safe_files.write_atomic(fd, file_name, render(record))
+                    safe_files.write_atomic(fd, RECORD, json.dumps(record, indent=2, sort_keys=True))
+                    _ensure_run_dir(fd, owner)
+                    os.fsync(fd)
                 os.rename(staging, self.path(name))
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -179,38 +225,31 @@ def _acquire(handle, deadline, what: str) -> None:
             deadline.sleep(LOCK_POLL_SECONDS)
 
 
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def write_private(path: str, text: str, owner=None) -> None:
-    """Replace ``path`` atomically with a file that is 0600 (and ``owner``'s) from its first byte."""
-    tmp = "%s.tmp" % path
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def _ensure_run_dir(dir_fd: int, owner) -> bool:
+    """Make ``run/`` a real directory owned by Squid's user (``owner``); ``True`` when it was
+    made. Anything else at that name (a planted link or file) is removed first, unfollowed."""
     try:
+        with safe_files.opened_dir(RUN, dir_fd) as run_fd:
+            if owner is not None and os.fstat(run_fd).st_uid != owner[0]:
+                os.fchown(run_fd, owner[0], owner[1])
+            return False
+    except FileNotFoundError:
+        pass
+    except (NotADirectoryError, safe_files.UnsafeFile):
+        safe_files.unlink(dir_fd, RUN)
+    os.mkdir(RUN, 0o700, dir_fd=dir_fd)
+    with safe_files.opened_dir(RUN, dir_fd) as run_fd:
+        os.fchmod(run_fd, 0o700)
         if owner is not None:
-            os.fchown(fd, owner[0], owner[1])
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            fd = -1
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            os.fchown(run_fd, owner[0], owner[1])
+    return True
 
 
-def replace_text(path: str, text: str) -> None:
-    """Replace ``path`` atomically (a reader sees the old file or the new one, never half)."""
-    tmp = "%s.tmp" % path
-    _write(tmp, text)
-    os.rename(tmp, path)
+def write_private(dir_fd: int, name: str, text: str, owner=None) -> None:
+    """Replace the password file atomically: root's, readable by Squid's group only (0640), or
+    0600 when the module does not run as root (``owner`` ``None``); never the Squid user's to
+    rewrite."""
+    if owner is None:
+        safe_files.write_atomic(dir_fd, name, text, 0o600)
+    else:
+        safe_files.write_atomic(dir_fd, name, text, 0o640, owner[1])
