@@ -170,6 +170,17 @@ class Provider(abc.ABC):
         """
         return None
 
+    def pool_lock_path(self, pool: str) -> str | None:
+        """A lock file on the backend's own state that a ``proxy_pool`` run of ``pool`` holds
+        for the whole run, so two runs on one pool never plan from the same view (issue 28
+        §3); ``None``: the provider has no such state on this machine (runs are not serialised)."""
+        return None
+
+    def backend_key(self) -> str:
+        """What identifies the backend: two providers with one key (two local providers on one
+        stateDir) see the same instances under the same ids, so a pool counts them once."""
+        return "provider:" + self.name
+
     def check_request(self, req: CreateRequest) -> str:
         """Why ``create(req)`` can never succeed, as far as the provider can tell without a call
         (a placement it does not know, a name the backend refuses), or ``""``. ``proxy_instance``

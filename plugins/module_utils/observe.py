@@ -139,6 +139,12 @@ class ObservedProvider(Provider):
     def check_request(self, req):
         return self.inner.check_request(req)
 
+    def pool_lock_path(self, pool):
+        return self.inner.pool_lock_path(pool)
+
+    def backend_key(self):
+        return self.inner.backend_key()
+
     def close(self):
         self.inner.close()
 

@@ -234,7 +234,25 @@ class LocalProvider(contract.Provider, contract.Checker):
             pid = process.start(self._squid_binary(), self.store.path(name), name)
             log.info("provider=%s op=create name=%s started squid pid=%d", self.name, name, pid)
 
+    def _refuse_foreign(self, op: str, provider_id: str, record) -> None:
+        """An instance another provider on this stateDir made is not this provider's to adopt or
+        delete: a name is never on two providers at once."""
+        if record is not None and not names.provider_owns(record, self.name):
+            raise errors.permanent(
+                op,
+                self.name,
+                provider_id,
+                "instance %s belongs to provider %s (they share stateDir %s)"
+                % (provider_id[len(ID_PREFIX) :], record.get(names.LABEL_PROVIDER), self.config.state_dir),
+            )
+
     # -- contract ------------------------------------------------------------------------
+
+    def pool_lock_path(self, pool: str) -> str:
+        return self.store.pool_lock_path(pool)
+
+    def backend_key(self) -> str:
+        return "local:" + os.path.realpath(self.config.state_dir)
 
     def id_for(self, name, placement, namespace=""):
         return ID_PREFIX + name if names.is_dns_label(name) else None
@@ -255,6 +273,7 @@ class LocalProvider(contract.Provider, contract.Checker):
             deadline.check("create")
             self._squid_binary()  # fail before anything is written when Squid is missing
             existing = self.store.read(req.name)
+            self._refuse_foreign("create", provider_id, existing)
             # Adopt only our own instance: one without a UID (not made by create, which writes
             # the UID atomically) belongs to someone else just as much as one with another UID.
             if existing is not None and existing.get(names.LABEL_UID) != req.uid:
@@ -280,6 +299,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     owner,
                     deadline=deadline,
                     private=(PASSWD,),
+                    provider=self.name,
                 )
                 # A concurrent create of the same name may have won the race: re-check the UID.
                 record = self.store.read(req.name)
@@ -334,7 +354,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         try:
             deadline.check("get")
             record = self.store.read(name)
-            if record is None:
+            if record is None or not names.provider_owns(record, self.name):
                 raise errors.not_found("get", self.name, provider_id, "no instance %s" % name)
             return self._instance(name, record, deadline)
         except errors.ProviderError:
@@ -353,6 +373,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                 record = self.store.read(name)
                 if record is None:
                     return
+                self._refuse_foreign("delete", provider_id, record)
                 refusal = ownership.foreign(
                     "instance %s" % name,
                     names.is_managed(record),  # a hand-made directory is not ours to remove
@@ -386,6 +407,8 @@ class LocalProvider(contract.Provider, contract.Checker):
                     continue
                 if record.get(names.LABEL_INSTALL) != self.installation:
                     continue
+                if not names.provider_owns(record, self.name):
+                    continue  # another provider's on a shared stateDir: listed by that one
                 out.append(self._instance(name, record, deadline))
         except Exception as exc:
             raise self._fail("list", "", exc) from exc

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
 import ipaddress
 import json
 import os
 import shutil
 import tempfile
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import file_lock, names
 
 RECORD = "instance.json"
-LOCK_POLL_SECONDS = 0.05
 INSTANCES = "instances"
+LOCKS = "locks"
+POOL_LOCK_PREFIX = ".pool-"  # ``.``: never an instance name, so never an instance's lock
 
 
 class StoreError(Exception):
@@ -69,24 +69,26 @@ class Store:
     @contextlib.contextmanager
     def locked(self, name: str = "", deadline=None):
         """An exclusive lock on the whole store (``name`` empty) or on one instance, waited for
-        no longer than ``deadline`` (``DeadlineExceeded`` then: another process holds it).
+        no longer than ``deadline`` (``DeadlineExceeded`` then, naming the lock file and its
+        holder: another process holds it).
 
         Lock files live in ``<stateDir>/locks`` and are never removed: unlinking a lock file
         another process is waiting on would let two holders in.
         """
-        locks = os.path.join(self.state_dir, "locks")
+        locks = os.path.join(self.state_dir, LOCKS)
         try:
             os.makedirs(self.instances_dir, mode=0o755, exist_ok=True)
             os.makedirs(locks, mode=0o755, exist_ok=True)
         except OSError as exc:
             raise StoreError("cannot create %s: %s" % (self.instances_dir, exc)) from None
-        lock_path = os.path.join(locks, name or ".store")
-        with open(lock_path, "a") as handle:
-            _acquire(handle, deadline, lock_path)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        what = "instance %s" % name if name else "store %s" % self.state_dir
+        with file_lock.hold(os.path.join(locks, name or ".store"), deadline, what):
+            yield
+
+    def pool_lock_path(self, pool: str) -> str:
+        """The lock a ``proxy_pool`` run of ``pool`` holds on this store for the whole run: the
+        real path, so two providers on one stateDir name one lock."""
+        return os.path.join(os.path.realpath(self.state_dir), LOCKS, POOL_LOCK_PREFIX + pool)
 
     def create(
         self,
@@ -98,13 +100,16 @@ class Store:
         owner=None,
         deadline=None,
         private=(),
+        provider: str = "",
     ) -> dict:
         """Allocate an address and make the instance directory appear atomically.
 
         ``files`` maps file names to a callable ``(record) -> text`` so files that depend on the
         allocated address (squid.conf) are written inside the same atomic step; the ones named
         in ``private`` (the password file) are 0600 and owned by ``owner``, who runs Squid.
-        Returns the record. Caller holds no lock; this takes the store lock itself.
+        ``provider`` is recorded as the instance's owner (two providers may share a stateDir;
+        each lists only its own). Returns the record. Caller holds no lock; this takes the
+        store lock itself.
         """
         with self.locked(deadline=deadline):
             existing = self.read(name)
@@ -114,6 +119,7 @@ class Store:
                 names.LABEL_MANAGED: names.LABEL_MANAGED_VALUE,
                 names.LABEL_UID: uid,
                 names.LABEL_INSTALL: installation,
+                names.LABEL_PROVIDER: provider,
                 "name": name,
                 "createdAt": datetime.datetime.now(datetime.UTC).isoformat(),
                 "address": self._free_address(),
@@ -163,20 +169,6 @@ class Store:
             if text not in used:
                 return text
         raise StoreError("address range %s is exhausted (%d in use)" % (self.network, len(used)))
-
-
-def _acquire(handle, deadline, what: str) -> None:
-    """``flock`` without blocking past the deadline: polls, sleeping through ``deadline``."""
-    if deadline is None:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        return
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            deadline.check("lock %s" % what)
-            deadline.sleep(LOCK_POLL_SECONDS)
 
 
 def _write(path: str, text: str) -> None:
