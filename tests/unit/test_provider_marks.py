@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import json
 
+from fakes.libvirt_fake import FakeDialer, FakeHost
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.provider import (
+    LibvirtProvider,
+)
 from unit.gcp_fake_api import instance
+from unit.libvirt_support import make as libvirt_make
+from unit.libvirt_support import request as libvirt_request
 from unit.test_gcp_provider import make, request, scoped
 from unit.test_kubernetes_pod import config as kube_config
 from unit.test_kubernetes_pod import request as kube_request
@@ -67,3 +74,24 @@ def test_kubernetes_lists_only_its_own_and_unmarked_pods(tmp_path):
     finally:
         server.close()
     assert sorted(i.name for i in found) == ["legacy", "mine"]
+
+
+def test_libvirt_providers_on_one_host_each_list_only_their_own(image_server):
+    """Two providers of one type on one host (another name, the same block): each lists the
+    domains it made and those without a provider mark, never the other's, leftovers included."""
+    shared = [FakeHost("h1")]
+    first, _dialer, hosts = libvirt_make(image_server, fake_hosts=shared)
+    second = LibvirtProvider(
+        "kvm2", "hv-other", "inst-a", first.config, dialer=FakeDialer(*shared), budgets=first.budgets
+    )
+    mine = first.create(libvirt_request("a"), Deadline(10))
+    theirs = second.create(libvirt_request("b"), Deadline(10))
+    marks = metadata.parse_element(
+        hosts["h1"].domains[libvirt_request("a").name]["metadata"][metadata.namespace("kvm2")]
+    )
+    assert marks.provider == "hv-kvm2"
+    assert [i.id for i in first.list_by_tag(Deadline(10))] == [mine]
+    assert [i.id for i in second.list_by_tag(Deadline(10))] == [theirs]
+    del hosts["h1"].domains[libvirt_request("b").name]  # b's volumes are left without a domain
+    assert [i.id for i in first.list_by_tag(Deadline(10))] == [mine]
+    assert [i.id for i in second.list_by_tag(Deadline(10))] == [theirs]
