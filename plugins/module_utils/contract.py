@@ -176,6 +176,12 @@ class Provider(abc.ABC):
         §3); ``None``: the provider has no such state on this machine (runs are not serialised)."""
         return None
 
+    def capacity(self) -> tuple | None:
+        """``(most instances the backend can ever hold, why)`` where that is known without a call
+        (the local provider's address range), else ``None``: lets ``proxy_pool`` refuse a count
+        that cannot fit before creating thousands that fail alike."""
+        return None
+
     def backend_key(self) -> str:
         """What identifies the backend: two providers with one key (two local providers on one
         stateDir) see the same instances under the same ids, so a pool counts them once."""

@@ -142,6 +142,9 @@ class ObservedProvider(Provider):
     def pool_lock_path(self, pool):
         return self.inner.pool_lock_path(pool)
 
+    def capacity(self):
+        return self.inner.capacity()
+
     def backend_key(self):
         return self.inner.backend_key()
 

@@ -251,6 +251,10 @@ class LocalProvider(contract.Provider, contract.Checker):
     def pool_lock_path(self, pool: str) -> str:
         return self.store.pool_lock_path(pool)
 
+    def capacity(self) -> tuple:
+        hosts = max(0, self.store.network.num_addresses - (2 if self.store.network.prefixlen < 31 else 0))
+        return hosts, "addressRange %s has %d addresses" % (self.store.network, hosts)
+
     def backend_key(self) -> str:
         return "local:" + os.path.realpath(self.config.state_dir)
 
