@@ -176,6 +176,12 @@ class Provider(abc.ABC):
         §3); ``None``: the provider has no such state on this machine (runs are not serialised)."""
         return None
 
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        """The settings fixed at creation that the backend records, read back (``{"port":
+        3128}``), so ``proxy_instance`` can refuse a request for others instead of silently
+        ignoring it; ``{}`` where the provider cannot tell."""
+        return {}
+
     def capacity(self) -> tuple | None:
         """``(most instances the backend can ever hold, why)`` where that is known without a call
         (the local provider's address range), else ``None``: lets ``proxy_pool`` refuse a count

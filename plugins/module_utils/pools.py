@@ -183,7 +183,7 @@ def _run(pm, spec, timeout: float) -> dict:
     """One run under the pool's locks: list, grow, converge and delete."""
     concurrency = int(pm.params["concurrency"])
     before = list_members(pm, spec, timeout, concurrency)
-    converger = instances.Converger(pm, timeout)
+    converger = instances.Converger(pm, timeout, check_fixed=False)  # members keep their port
     if spec.state == STATE_ABSENT:
         growth = None
         desired, kept, to_go = {}, [], pool_members.delete_order(before)

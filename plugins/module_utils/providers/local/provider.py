@@ -251,6 +251,13 @@ class LocalProvider(contract.Provider, contract.Checker):
     def pool_lock_path(self, pool: str) -> str:
         return self.store.pool_lock_path(pool)
 
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        try:
+            record = self.store.read(parse_id(provider_id))
+        except (ValueError, StoreError):
+            return {}
+        return {"port": int(record["port"])} if record and "port" in record else {}
+
     def capacity(self) -> tuple:
         hosts = max(0, self.store.network.num_addresses - (2 if self.store.network.prefixlen < 31 else 0))
         return hosts, "addressRange %s has %d addresses" % (self.store.network, hosts)
