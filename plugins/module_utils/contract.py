@@ -176,6 +176,12 @@ class Provider(abc.ABC):
         §3); ``None``: the provider has no such state on this machine (runs are not serialised)."""
         return None
 
+    def list_problems(self) -> list:
+        """``(id, message)`` of each entry the last ``list_by_tag`` left out because it could not
+        be read (a corrupt record under a running instance): the listing runners report them in
+        ``errors``, so an instance never vanishes without a word."""
+        return []
+
     def fixed_fields(self, provider_id: str, deadline) -> dict:
         """The settings fixed at creation that the backend records, read back (``{"port":
         3128}``), so ``proxy_instance`` can refuse a request for others instead of silently

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors, uid_shards
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors, inventory, uid_shards
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 
 DEFAULT_MIN_AGE_SECONDS = 600
@@ -86,6 +86,7 @@ def sweep(
             report["skipped"].append(name)
             report["errors"].append(_error_entry(name, "", exc))
             continue
+        report["errors"].extend(inventory.unreadable_entries(name, provider))
         for instance in instances:
             decision = decide(instance, live, installation, min_age_seconds, now, shards)
             entry = dict(instance.as_dict(name), reason=decision.reason)

@@ -142,6 +142,9 @@ class ObservedProvider(Provider):
     def pool_lock_path(self, pool):
         return self.inner.pool_lock_path(pool)
 
+    def list_problems(self):
+        return self.inner.list_problems()
+
     def fixed_fields(self, provider_id, deadline):
         return self.inner.fixed_fields(provider_id, deadline)
 

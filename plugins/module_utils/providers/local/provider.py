@@ -92,6 +92,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         super().__init__(name, installation)
         self.config = block
         self.store = Store(block.state_dir, block.address_range)
+        self._list_problems = []
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -401,8 +402,12 @@ class LocalProvider(contract.Provider, contract.Checker):
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
 
+    def list_problems(self) -> list:
+        return list(self._list_problems)
+
     def list_by_tag(self, deadline) -> list:
-        out = []
+        out, problems = [], []
+        self._list_problems = problems
         try:
             deadline.check("list")  # a cancelled list fails even when there is nothing to list
             for name in self.store.names():
@@ -413,6 +418,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     log.warning(
                         "provider=%s op=list skipping unreadable instance %s: %s", self.name, name, exc
                     )
+                    problems.append((ID_PREFIX + name, "instance %s left out of the list: %s" % (name, exc)))
                     continue
                 if record is None or not names.is_managed(record):
                     continue
