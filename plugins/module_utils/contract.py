@@ -176,6 +176,12 @@ class Provider(abc.ABC):
         §3); ``None``: the provider has no such state on this machine (runs are not serialised)."""
         return None
 
+    def collect_leftovers(self, deadline) -> list:
+        """Remove what a killed operation left outside any instance (the local provider's
+        staging directories); returns what was removed. ``proxy_gc`` calls it (not in check
+        mode). The default: nothing of the kind."""
+        return []
+
     def list_problems(self) -> list:
         """``(id, message)`` of each entry the last ``list_by_tag`` left out because it could not
         be read (a corrupt record under a running instance): the listing runners report them in

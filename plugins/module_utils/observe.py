@@ -142,6 +142,9 @@ class ObservedProvider(Provider):
     def pool_lock_path(self, pool):
         return self.inner.pool_lock_path(pool)
 
+    def collect_leftovers(self, deadline):
+        return self.inner.collect_leftovers(deadline)
+
     def list_problems(self):
         return self.inner.list_problems()
 

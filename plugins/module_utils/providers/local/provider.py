@@ -402,6 +402,15 @@ class LocalProvider(contract.Provider, contract.Checker):
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
 
+    def collect_leftovers(self, deadline) -> list:
+        try:
+            gone = self.store.sweep_leftovers(deadline)
+        except Exception as exc:
+            raise self._fail("gc", "", exc) from exc
+        for entry in gone:
+            log.info("provider=%s op=gc removed leftover directory %s", self.name, entry)
+        return gone
+
     def list_problems(self) -> list:
         return list(self._list_problems)
 

@@ -112,6 +112,7 @@ class Store:
         store lock itself.
         """
         with self.locked(deadline=deadline):
+            self._sweep_locked()  # a killed create's staging directory goes with the next create
             existing = self.read(name)
             if existing is not None:
                 return existing
@@ -142,6 +143,29 @@ class Store:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             return record
+
+    def sweep_leftovers(self, deadline=None) -> list:
+        """Remove the ``.new-*`` staging and ``.gone-*`` trash directories a killed process left
+        (a SIGKILL between ``mkdtemp`` and the rename); returns their names.
+
+        Safe under the store lock: a staging directory exists only while a create holds that
+        lock, so one seen by the lock's holder belongs to a process that died. A trash directory
+        is already renamed away from its instance; removing it twice is harmless.
+        """
+        if not os.path.isdir(self.instances_dir):
+            return []
+        with self.locked(deadline=deadline):
+            return self._sweep_locked()
+
+    def _sweep_locked(self) -> list:
+        try:
+            entries = os.listdir(self.instances_dir)
+        except OSError:
+            return []
+        gone = sorted(e for e in entries if e.startswith((".new-", ".gone-")))
+        for entry in gone:
+            shutil.rmtree(os.path.join(self.instances_dir, entry), ignore_errors=True)
+        return gone
 
     def remove(self, name: str) -> None:
         """Remove the directory atomically (rename away, then delete); idempotent."""
