@@ -62,9 +62,9 @@ def _cleanup(tmp_path, defaults: dict, layout: dict) -> None:
         assert squid_pids(tmp_path / state) == [], "Squid left running"
 
 
-@contextlib.contextmanager
 def _local_providers(tmp_path, layout: dict):
-    """Module defaults for the providers of ``layout``; whatever is left is deleted at teardown."""
+    """A fixture body: module defaults for the providers of ``layout``; whatever is left is
+    deleted at teardown."""
     defaults = {"providers": _providers(tmp_path, layout), "installation": "it-%s" % uuid.uuid4().hex[:8]}
     yield defaults
     _cleanup(tmp_path, defaults, layout)
@@ -73,15 +73,13 @@ def _local_providers(tmp_path, layout: dict):
 @pytest.fixture
 def shared(tmp_path):
     """Two local providers on one stateDir."""
-    with _local_providers(tmp_path, {"ls1": "shared", "ls2": "shared"}) as defaults:
-        yield defaults
+    yield from _local_providers(tmp_path, {"ls1": "shared", "ls2": "shared"})
 
 
 @pytest.fixture
 def apart(tmp_path):
     """Two local providers, each on its own stateDir."""
-    with _local_providers(tmp_path, {"la": "la", "lb": "lb"}) as defaults:
-        yield defaults
+    yield from _local_providers(tmp_path, {"la": "la", "lb": "lb"})
 
 
 def test_two_providers_on_one_state_dir_keep_the_pool_across_runs(tmp_path, shared):
