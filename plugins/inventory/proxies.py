@@ -118,7 +118,7 @@ from ansible.errors import AnsibleParserError
 from ansible.inventory.group import to_safe_group_name
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import MissingLibrary
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
@@ -138,6 +138,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
+        self._check_options(path)
         cache_key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache  # false with --flush-cache / refresh_inventory
         update_cache = bool(self.get_option("cache")) and not cache
@@ -152,6 +153,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if update_cache:
             self._cache[cache_key] = listing
         self._populate(listing)
+
+    def _check_options(self, path: str) -> None:
+        """The modules' rules for the options they share, before anything is listed or read from
+        the cache: a negative ``timeout`` would only make every provider fail its list, a
+        ``port`` out of range would be reported for every host."""
+        problems = [
+            param_checks.seconds(self.get_option("timeout"), "timeout"),
+            param_checks.port(self.get_option("port"), "port"),
+        ]
+        problems = [p for p in problems if p]
+        if problems:
+            raise AnsibleParserError("%s: %s" % (path, "; ".join(problems)))
 
     def _list(self) -> dict:
         """The hosts and failed providers, as plain data (what the cache stores)."""

@@ -13,6 +13,9 @@ depth before anything recursive runs, the composed graph is measured with aliase
 
 from __future__ import annotations
 
+import os
+import stat
+
 try:
     import yaml
 
@@ -31,12 +34,25 @@ class FileProblem(Exception):
 
 
 def read_text(path: str) -> str:
-    """The file's text, at most ``MAX_FILE_BYTES``, strictly UTF-8."""
+    """The file's text, at most ``MAX_FILE_BYTES``, strictly UTF-8.
+
+    Opened without blocking and checked to be a regular file before a byte is read: a FIFO
+    (or a device) would otherwise hold the module until something writes to it, or forever.
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise FileProblem("cannot read providers file: %s" % (exc.strerror or exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileProblem("providers file is not a regular file (it is a %s)" % _kind(mode))
+        os.set_blocking(fd, True)
+        data = _read_bounded(fd, MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise FileProblem("cannot read providers file: %s" % (exc.strerror or exc)) from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         raise FileProblem("providers file is larger than %d bytes" % MAX_FILE_BYTES)
     try:
@@ -48,6 +64,30 @@ def read_text(path: str) -> str:
             "not UTF-8: byte 0x%02x at line %d, column %d (offset %d)"
             % (data[exc.start], line, column, exc.start)
         ) from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def _read_bounded(fd: int, limit: int) -> bytes:
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, min(65536, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _where(mark) -> str:

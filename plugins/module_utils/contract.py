@@ -170,6 +170,41 @@ class Provider(abc.ABC):
         """
         return None
 
+    def pool_lock_path(self, pool: str) -> str | None:
+        """A lock file on the backend's own state that a ``proxy_pool`` run of ``pool`` holds
+        for the whole run, so two runs on one pool never plan from the same view (issue 28
+        §3); ``None``: the provider has no such state on this machine (runs are not serialised)."""
+        return None
+
+    def collect_leftovers(self, deadline) -> list:
+        """Remove what a killed operation left outside any instance (the local provider's
+        staging directories); returns what was removed. ``proxy_gc`` calls it (not in check
+        mode). The default: nothing of the kind."""
+        return []
+
+    def list_problems(self) -> list:
+        """``(id, message)`` of each entry the last ``list_by_tag`` left out because it could not
+        be read (a corrupt record under a running instance): the listing runners report them in
+        ``errors``, so an instance never vanishes without a word."""
+        return []
+
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        """The settings fixed at creation that the backend records, read back (``{"port":
+        3128}``), so ``proxy_instance`` can refuse a request for others instead of silently
+        ignoring it; ``{}`` where the provider cannot tell."""
+        return {}
+
+    def capacity(self) -> tuple | None:
+        """``(most instances the backend can ever hold, why)`` where that is known without a call
+        (the local provider's address range), else ``None``: lets ``proxy_pool`` refuse a count
+        that cannot fit before creating thousands that fail alike."""
+        return None
+
+    def backend_key(self) -> str:
+        """What identifies the backend: two providers with one key (two local providers on one
+        stateDir) see the same instances under the same ids, so a pool counts them once."""
+        return "provider:" + self.name
+
     def check_request(self, req: CreateRequest) -> str:
         """Why ``create(req)`` can never succeed, as far as the provider can tell without a call
         (a placement it does not know, a name the backend refuses), or ``""``. ``proxy_instance``

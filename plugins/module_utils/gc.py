@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors, uid_shards
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import batch, errors, inventory, uid_shards
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 
 DEFAULT_MIN_AGE_SECONDS = 600
@@ -86,6 +86,9 @@ def sweep(
             report["skipped"].append(name)
             report["errors"].append(_error_entry(name, "", exc))
             continue
+        report["errors"].extend(inventory.unreadable_entries(name, provider))
+        if not dry_run:
+            _collect_leftovers(name, provider, call_timeout, report)
         for instance in instances:
             decision = decide(instance, live, installation, min_age_seconds, now, shards)
             entry = dict(instance.as_dict(name), reason=decision.reason)
@@ -110,6 +113,18 @@ def sweep(
         if error is not None:
             report["errors"].append(error)
     return report
+
+
+def _collect_leftovers(name: str, provider, call_timeout: float, report: dict) -> None:
+    """What a killed operation left outside any instance goes too (a failure is an error entry,
+    never the sweep's end). Fakes without the hook have nothing of the kind."""
+    collect = getattr(provider, "collect_leftovers", None)
+    if collect is None:
+        return
+    try:
+        collect(Deadline(call_timeout))
+    except Exception as exc:
+        report["errors"].append(_error_entry(name, "", exc))
 
 
 def _error_entry(provider_name: str, provider_id: str, exc: Exception) -> dict:

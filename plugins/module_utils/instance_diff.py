@@ -31,6 +31,18 @@ def disappeared(side: dict) -> dict:
     return {"before": side, "after": {}, "before_header": "%s (%s)" % (side["name"], side["provider"])}
 
 
+def credentials_changed(side: dict) -> dict:
+    """An existing instance whose credentials were set in place (added or rotated): the same
+    instance on both sides, ``auth`` saying what changed (never a credential)."""
+    header = "%s (%s)" % (side["name"], side["provider"])
+    return {
+        "before": dict(side, auth="other credentials, or none"),
+        "after": dict(side, auth="the credentials asked for"),
+        "before_header": header,
+        "after_header": header,
+    }
+
+
 def listed_side(entry: dict) -> dict:
     """A listed instance (``as_dict``) as a diff side: what a list reads back of it (a list
     does not read placement or port)."""

@@ -90,7 +90,11 @@ def _invalid(item: InvalidItem) -> dict:
 class Converger:
     """Converges items against providers of one ``ProxyModule``."""
 
-    def __init__(self, pm, timeout: float):
+    def __init__(self, pm, timeout: float, check_fixed: bool = True):
+        """``check_fixed``: refuse a present item whose fixed fields (port) differ from the
+        existing instance's (``proxy_instance``); a pool's members keep theirs by design."""
+        self.check_fixed = check_fixed
+        self.in_place = set()  # (provider, name) of the items changed in place (auth rotated)
         self.pm = pm
         self.timeout = timeout
 
@@ -119,6 +123,11 @@ class Converger:
                 return failure(
                     item, errors.permanent("create", provider.name, provider_id, refusal), provider_id
                 )
+            refusal = self._fixed_refusal(provider, item, existing, deadline)
+            if refusal:
+                return failure(
+                    item, errors.permanent("create", provider.name, existing.id, refusal), existing.id
+                )
             if existing.state in (contract.RUNNING, contract.PROVISIONING):
                 changed = False
                 if item.auth is not None and provider.supports_auth:  # rotated (or added) since
@@ -128,6 +137,8 @@ class Converger:
                         )
                     except errors.ProviderError as exc:
                         return failure(item, exc, existing.id)
+                if changed:
+                    self.in_place.add((item.provider, existing.name))
                 return self._waited(provider, item, _result(item, changed, existing), existing)
         if self.pm.check_mode:
             return _result(item, True, existing, provider_id, ABSENT if existing is None else "")
@@ -145,6 +156,19 @@ class Converger:
                 id=provider_id, name=item.name, uid=item.uid, state=contract.PROVISIONING
             )
         return self._waited(provider, item, _result(item, True, instance), instance)
+
+    def _fixed_refusal(self, provider, item: Item, existing, deadline) -> str:
+        """Why ``item`` asks for what the existing instance cannot change in place, or ``""``."""
+        if not self.check_fixed:
+            return ""
+        port = provider.fixed_fields(existing.id, deadline).get("port")
+        if port is None or port == item.port:
+            return ""
+        return (
+            "port: instance %s listens on port %d, not %d, and a port cannot change in place "
+            "(delete the instance and create it again, or ask for port %d)"
+            % (existing.name, port, item.port, port)
+        )
 
     def _absent(self, provider, item: Item, deadline) -> dict:
         provider_id = item.id or provider.id_for(item.name, item.placement, item.namespace or "") or ""
@@ -272,13 +296,17 @@ def _stray_id(provider, item: Item) -> str:
     )
 
 
-def diff_of(item, result: dict):
-    """The ``--diff`` entry of one converged item, or ``None`` when it changed nothing."""
+def diff_of(item, result: dict, in_place=frozenset()):
+    """The ``--diff`` entry of one converged item, or ``None`` when it changed nothing;
+    ``in_place`` holds the ``(provider, name)`` of the items changed in place (their diff says
+    what changed, not an instance appearing)."""
     if isinstance(item, InvalidItem) or not result.get("changed"):
         return None
     side = instance_diff.side_of(
         result.get("name") or item.name, item.provider, item.placement, item.port, result.get("id", "")
     )
+    if item.state == STATE_PRESENT and (item.provider, result.get("name")) in in_place:
+        return instance_diff.credentials_changed(side)
     if item.state == STATE_PRESENT:
         return instance_diff.appeared(side)
     return instance_diff.disappeared(side)
@@ -308,7 +336,11 @@ def run(pm) -> dict:
     failed = [r for r in results if r.get("failed")]
     out = {"changed": changed}
     if pm.diff_mode:
-        diffs = [d for d in (diff_of(i, r) for i, r in zip(items, results, strict=True)) if d is not None]
+        diffs = [
+            d
+            for d in (diff_of(i, r, converger.in_place) for i, r in zip(items, results, strict=True))
+            if d is not None
+        ]
         if pm.params.get("instances") is None:
             out["diff"] = diffs[0] if diffs else {"before": {}, "after": {}}
         else:

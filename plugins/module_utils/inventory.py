@@ -50,9 +50,22 @@ def _get_ids(pm, provider, ids, timeout) -> dict:
     }
 
 
+def unreadable_entries(name: str, provider) -> list:
+    """``errors`` entries (``permanent``: reading again will not fix a corrupt record) for what
+    the provider's last list left out unread."""
+    return [
+        {"provider": name, "id": provider_id, "error_class": errors.PERMANENT, "msg": msg}
+        for provider_id, msg in getattr(provider, "list_problems", list)()  # fakes may lack it
+    ]
+
+
 def _list(pm, providers: dict, timeout) -> dict:
+    unreadable = []
+
     def one(name):
-        return [i.as_dict(name) for i in providers[name].list_by_tag(Deadline(timeout))]
+        listed = [i.as_dict(name) for i in providers[name].list_by_tag(Deadline(timeout))]
+        unreadable.extend(unreadable_entries(name, providers[name]))
+        return listed
 
     names = sorted(providers)
     outcomes = batch.run(
@@ -68,6 +81,9 @@ def _list(pm, providers: dict, timeout) -> dict:
         else:
             failures.append(value)
             pm.module.warn("listing provider %s failed: %s" % (value["provider"], value["msg"]))
+    for entry in unreadable:
+        pm.module.warn("provider %s: %s" % (entry["provider"], entry["msg"]))
+    failures.extend(unreadable)
     return {
         "changed": False,
         "instances": instances,

@@ -25,6 +25,9 @@ LABEL_MANAGED = "proxy-operator-managed"
 LABEL_MANAGED_VALUE = "true"
 LABEL_UID = "proxy-operator-uid"
 LABEL_INSTALL = "proxy-operator-install"
+# The configured provider that made the instance, where two providers can share one backend
+# (two local providers on one stateDir): an instance belongs to exactly one provider.
+LABEL_PROVIDER = "proxy-operator-provider"
 
 DEFAULT_INSTALLATION = "default"
 
@@ -43,14 +46,29 @@ def is_dns_label(value: str) -> bool:
     return bool(_DNS_LABEL.fullmatch(value or ""))  # fullmatch: "$" alone lets "name\n" through
 
 
-def marks(uid: str, installation: str) -> dict:
-    """The three marks as a label map, for backends with native labels."""
-    return {
+def marks(uid: str, installation: str, provider: str = "") -> dict:
+    """The marks as a label map, for backends with native labels; with ``provider`` (a DNS
+    label, so a valid label value everywhere) the owning provider's mark too."""
+    out = {
         LABEL_MANAGED: LABEL_MANAGED_VALUE,
         LABEL_UID: uid,
         LABEL_INSTALL: installation,
     }
+    if provider:
+        out[LABEL_PROVIDER] = provider
+    return out
 
 
 def is_managed(labels: dict) -> bool:
     return (labels or {}).get(LABEL_MANAGED) == LABEL_MANAGED_VALUE
+
+
+def provider_owns(marks: dict, provider: str) -> bool:
+    """Whether the instance of ``marks`` belongs to ``provider``.
+
+    One made before the provider was recorded (no mark) belongs to every provider that sees it:
+    nothing tells which one made it, and hiding it from all would make it uncollectable. A pool
+    counts such an instance once, on its target's provider (``pool_members.choose``).
+    """
+    recorded = (marks or {}).get(LABEL_PROVIDER) or ""
+    return not recorded or recorded == provider

@@ -139,6 +139,24 @@ class ObservedProvider(Provider):
     def check_request(self, req):
         return self.inner.check_request(req)
 
+    def pool_lock_path(self, pool):
+        return self.inner.pool_lock_path(pool)
+
+    def collect_leftovers(self, deadline):
+        return self.inner.collect_leftovers(deadline)
+
+    def list_problems(self):
+        return self.inner.list_problems()
+
+    def fixed_fields(self, provider_id, deadline):
+        return self.inner.fixed_fields(provider_id, deadline)
+
+    def capacity(self):
+        return self.inner.capacity()
+
+    def backend_key(self):
+        return self.inner.backend_key()
+
     def close(self):
         self.inner.close()
 

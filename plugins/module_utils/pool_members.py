@@ -17,6 +17,10 @@ their way (Provisioning or Stopped: this run converges them), Terminated ones la
 in the order Terminated, then other not-Running newest first, then Running oldest first. A
 skipped target holds its members that are not Terminated (``holds``), as a ProxyPool's skipped
 target holds those that have not failed.
+A member is one instance on one backend (``backend``, the provider's ``backend_key``, and its
+id): when two providers share a backend and both list one instance (one made before instances
+recorded their provider), the copy on its target's provider is the member and the other is a
+view of it, never an extra to delete: a pool never deletes a member it also counts as live.
 """
 
 from __future__ import annotations
@@ -58,6 +62,12 @@ class Member:
     target: str
     slot: int
     instance: contract.Instance
+    backend: str = ""  # the provider's backend_key: one instance seen by two providers has one
+
+    @property
+    def identity(self) -> tuple:
+        """The instance itself, whichever provider listed it."""
+        return (self.backend or "provider:" + self.provider, self.instance.id or self.name)
 
     @property
     def name(self) -> str:
@@ -79,7 +89,7 @@ class Member:
         return created.timestamp() if created else float("-inf")
 
 
-def members_of(pool: str, provider: str, instances) -> list:
+def members_of(pool: str, provider: str, instances, backend: str = "") -> list:
     """The members among ``instances`` listed from ``provider``: uid of this pool, and the
     name that uid gives (an instance renamed by hand is not trusted as a member)."""
     out = []
@@ -87,7 +97,7 @@ def members_of(pool: str, provider: str, instances) -> list:
         parsed = parse_uid(instance.uid)
         if parsed is None or parsed[0] != pool or instance.name != member_name(pool, parsed[2]):
             continue
-        out.append(Member(provider, parsed[1], parsed[2], instance))
+        out.append(Member(provider, parsed[1], parsed[2], instance, backend))
     return out
 
 
@@ -114,13 +124,14 @@ def holds(members, target: str, provider: str) -> int:
 def choose(members: list, desired: dict, providers: dict) -> tuple:
     """``(kept, to_go)``: per target at most ``desired[target]`` members (on that target's
     provider, ``providers[target]``), chosen by the keep order; every other member goes, in
-    delete order. A member of a target not in ``desired`` or on another provider always goes."""
+    delete order. A member of a target not in ``desired`` or on another provider goes, unless it
+    is a kept member's instance seen through another provider of the same backend."""
     kept = []
     for target, count in desired.items():
         mine = [m for m in members if m.target == target and m.provider == providers[target]]
         kept.extend(sorted(mine, key=_keep_order)[:count])
-    kept_names = {(m.provider, m.name) for m in kept}
-    to_go = delete_order([m for m in members if (m.provider, m.name) not in kept_names])
+    kept_ids = {m.identity for m in kept}
+    to_go = delete_order([m for m in members if m.identity not in kept_ids])
     return kept, to_go
 
 

@@ -56,6 +56,8 @@ def spec_from_params(params: dict, raw: dict, config, resolve) -> PoolSpec:
     targets = _targets(params, raw, config, problems)
     if not problems and state == STATE_PRESENT:
         problems.extend(_capacity(count, targets))
+    if not problems and state == STATE_PRESENT:
+        problems.extend(_room(count, targets, resolve))
     problems.extend(raw_problems("", {k: raw.get(k) for k in TEMPLATE_FIELDS}))
     if problems:
         raise UsageError("; ".join(problems))
@@ -181,6 +183,28 @@ def _repeats(targets: list) -> list:
         by_name.setdefault(target.name, index)
         by_place.setdefault(place, index)
     return problems
+
+
+def _room(count: int, targets: list, resolve) -> list:
+    """A count more than the providers can ever hold (each backend once: two providers on one
+    stateDir share its addresses) is refused before anything is created: thousands of creates
+    failing alike help no one (issue 28 §7)."""
+    rooms = {}
+    for target in targets:
+        if target.weight <= 0:
+            continue
+        provider = resolve(target.provider)
+        room = provider.capacity()
+        if room is None:
+            return []  # one target without a known bound can take the rest
+        rooms.setdefault(provider.backend_key(), (target.provider, room))
+    total = sum(room[0] for _name, room in rooms.values())
+    if count <= total:
+        return []
+    return [
+        "count: %d is more than the spread's providers can ever hold (%d: %s)"
+        % (count, total, "; ".join("%s: %s" % (name, room[1]) for name, room in rooms.values()))
+    ]
 
 
 def _capacity(count: int, targets: list) -> list:

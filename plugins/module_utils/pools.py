@@ -23,6 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     contract,
     errors,
     instances,
+    pool_lock,
     pool_members,
     pool_params,
     pool_split,
@@ -39,7 +40,9 @@ def list_members(pm, spec, timeout: float, concurrency: int) -> list:
     providers = sorted({t.provider for t in spec.targets})
 
     def one(name):
-        return pool_members.members_of(spec.pool, name, pm.provider(name).list_by_tag(Deadline(timeout)))
+        provider = pm.provider(name)
+        listed = provider.list_by_tag(Deadline(timeout))
+        return pool_members.members_of(spec.pool, name, listed, provider.backend_key())
 
     outcomes = batch.run(providers, lambda n: (None, one(n)), lambda n, exc: (exc, []), concurrency)
     for exc, _found in outcomes:
@@ -63,6 +66,11 @@ def _member_from(target: str, slot: int, provider: str, result: dict) -> pool_me
         installation=result.get("installation", ""),
     )
     return pool_members.Member(provider, target, slot, instance)
+
+
+def _key(result: dict) -> tuple:
+    """A member result's key: one name may be on two providers (a race before pool locks)."""
+    return (result.get("provider", ""), result["name"])
 
 
 class Growth:
@@ -159,9 +167,16 @@ def _targets_report(spec, desired: dict, kept: list, degraded: dict) -> list:
 def run(pm) -> dict:
     """The ``proxy_pool`` runner."""
     spec = pool_params.spec_from_params(pm.params, pm.raw_params, pm.config, pm.provider)
-    timeout, concurrency = float(pm.params["timeout"]), int(pm.params["concurrency"])
+    timeout = float(pm.params["timeout"])
+    with pool_lock.held(pm, spec, Deadline(timeout)):
+        return _run(pm, spec, timeout)
+
+
+def _run(pm, spec, timeout: float) -> dict:
+    """One run under the pool's locks: list, grow, converge and delete."""
+    concurrency = int(pm.params["concurrency"])
     before = list_members(pm, spec, timeout, concurrency)
-    converger = instances.Converger(pm, timeout)
+    converger = instances.Converger(pm, timeout, check_fixed=False)  # members keep their port
     if spec.state == STATE_ABSENT:
         growth = None
         desired, kept, to_go = {}, [], pool_members.delete_order(before)
@@ -171,12 +186,12 @@ def run(pm) -> dict:
         kept, to_go = pool_members.choose(growth.members, desired, growth.providers)
     fresh = growth.fresh if growth else set()
     synced, removed = _finish(pm, spec, kept, to_go, converger, concurrency, fresh)
-    by_name = {r["name"]: r for r in (growth.created if growth else [])}
-    by_name.update({r["name"]: r for r in synced if not r.get("failed")})
+    by_key = {_key(r): r for r in (growth.created if growth else [])}
+    by_key.update({_key(r): r for r in synced if not r.get("failed")})
     create_failures = growth.failures if growth else []
     other_failures = [r for r in synced + removed if r.get("failed")]
     degraded = growth.degraded if growth else {}
-    members = [_member_dict(m, by_name.get(m.name)) for m in sorted(kept, key=lambda m: m.slot)]
+    members = [_member_dict(m, by_key.get((m.provider, m.name))) for m in sorted(kept, key=lambda m: m.slot)]
     out = {
         "changed": bool(fresh) or any(r.get("changed") for r in synced + removed),
         "members": members,

@@ -5,8 +5,9 @@
 The cleartext lives only in memory (``Auth.password`` is left out of ``repr``); what reaches a
 proxy is the password file line ``username:$6$...`` (sha512_crypt), which Squid's
 ``basic_ncsa_auth`` checks. A username with ``:`` cannot be written in that file nor sent in an
-HTTP ``Basic`` header, and a newline or NUL anywhere would forge another line of it, so they are
-refused with the field named.
+HTTP ``Basic`` header, a newline or NUL anywhere would forge another line of it, a leading ``#``
+makes the line a comment to ``basic_ncsa_auth``, and characters outside ASCII have no agreed
+encoding in a ``Basic`` header, so they are refused with the field named.
 """
 
 from __future__ import annotations
@@ -72,6 +73,17 @@ def _username_problems(value, field: str) -> list:
         ]
     if any(not ch.isprintable() or ch.isspace() for ch in value):
         return ["%s: %s contains whitespace or control characters" % (field, excerpt(value))]
+    if value.startswith("#"):
+        return [
+            "%s: %s starts with '#', which the password file's reader (basic_ncsa_auth) takes for a "
+            "comment line, so it could never log in" % (field, excerpt(value))
+        ]
+    if not value.isascii():
+        return [
+            "%s: %s has characters outside ASCII: HTTP basic auth names no charset for the user "
+            "id, so clients send them in different encodings and the password file cannot match"
+            % (field, excerpt(value))
+        ]
     return []
 
 

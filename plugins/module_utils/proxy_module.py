@@ -18,6 +18,7 @@ import threading
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    arg_shapes,
     config,
     errors,
     param_checks,
@@ -56,6 +57,15 @@ class _Module(AnsibleModule):
     def _load_params(self):
         super()._load_params()
         self.raw_params = copy.deepcopy(self.params)
+
+    def _set_internal_properties(self, argument_spec=None, module_parameters=None):
+        """Runs after the parameters are loaded and before core validation: a list element that
+        is not a mapping is refused here, naming its path (``arg_shapes``)."""
+        super()._set_internal_properties(argument_spec, module_parameters)
+        if argument_spec is None and module_parameters is None:
+            found = arg_shapes.problems(self.argument_spec, self.params)
+            if found:
+                self.fail_json(msg="; ".join(found))
 
     def fail_json(self, msg, **kwargs):
         kwargs.setdefault("error_class", errors.PERMANENT)

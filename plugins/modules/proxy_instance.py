@@ -32,6 +32,8 @@ attributes:
       - The instance that appears (created) or disappears (deleted), in check mode too, with
         C(name), C(provider), C(id), C(placement) (the fields that are set) and C(port) as the task
         gives them; the side where it does not exist is an empty mapping.
+      - Credentials added or rotated on an existing instance show that instance on both sides,
+        C(auth) saying what changed (never a credential).
       - The single form returns one C(before)/C(after) pair; the batch form a list, one per
         item that changed. Cloud-init is never part of it.
 seealso:
@@ -105,7 +107,11 @@ options:
     description: Cloud-init user-data for the instance. Never logged nor returned.
     type: str
   port:
-    description: Port the proxy listens on. Defaults to C(3128).
+    description:
+      - Port the proxy listens on. Defaults to C(3128).
+      - A port cannot change in place - on an existing instance whose provider records its port
+        (local), another port fails C(permanent) naming both, with nothing changed; delete the
+        instance and create it again. The other providers do not read a port back.
     type: int
   auth:
     description:

@@ -33,6 +33,7 @@ class InsertSettings:
     network_tag: str
     disk_size_gb: int
     address_mode: str
+    provider: str = ""  # the configured provider's name, marked on every instance
 
 
 def machine_type_url(zone: str, machine_type: str) -> str:
@@ -60,7 +61,7 @@ def build_instance(req, settings: InsertSettings) -> dict:
     return {
         "name": req.name,
         "machineType": machine_type_url(zone, req.placement.machine_type),
-        "labels": labels.marks(req.uid, settings.installation),
+        "labels": labels.marks(req.uid, settings.installation, settings.provider),
         "tags": {"items": [settings.network_tag]},
         "disks": [
             {

@@ -34,12 +34,10 @@ def uid_label_value(uid: str) -> str:
     return HASH_PREFIX + hashlib.sha256(uid.encode("utf-8")).hexdigest()[:40]
 
 
-def marks(uid: str, installation: str) -> dict:
-    return {
-        names.LABEL_MANAGED: names.LABEL_MANAGED_VALUE,
-        names.LABEL_UID: uid_label_value(uid),
-        names.LABEL_INSTALL: installation,
-    }
+def marks(uid: str, installation: str, provider: str = "") -> dict:
+    """The instance's labels; ``provider`` marks the owning provider (two providers on one
+    project each list only their own)."""
+    return names.marks(uid_label_value(uid), installation, provider)
 
 
 def list_filter(installation: str) -> str:

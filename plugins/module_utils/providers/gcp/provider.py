@@ -94,6 +94,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             network_tag=block.network_tag,
             disk_size_gb=block.disk_size_gb,
             address_mode=block.address_mode,
+            provider=name,
         )
 
     # -- helpers -------------------------------------------------------------------------
@@ -468,6 +469,7 @@ class GcpProvider(contract.Provider, contract.Checker):
                 if (
                     not names.is_managed(item_labels)
                     or item_labels.get(names.LABEL_INSTALL) != self.installation
+                    or not names.provider_owns(item_labels, self.name)  # another provider's, same project
                 ):
                     continue
                 found.append(to_instance(item, last_segment(scope), self.config.address_mode))

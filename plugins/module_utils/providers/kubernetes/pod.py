@@ -57,8 +57,8 @@ def squid_config(name: str, port: int, allowed, with_auth: bool = False) -> str:
     )
 
 
-def labels(uid: str, installation: str) -> dict:
-    out = names.marks(uid, installation)
+def labels(uid: str, installation: str, provider: str = "") -> dict:
+    out = names.marks(uid, installation, provider)
     out[LABEL_APP] = LABEL_APP_VALUE
     out[LABEL_MANAGED_BY] = LABEL_MANAGED_BY_VALUE
     return out
@@ -83,10 +83,13 @@ def owner_reference(req: contract.CreateRequest, namespace: str):
     }
 
 
-def build_pod(req: contract.CreateRequest, namespace: str, installation: str, config) -> dict:
-    """The Pod for ``req`` in ``namespace``; ``config`` is the ``KubernetesConfig`` block."""
+def build_pod(
+    req: contract.CreateRequest, namespace: str, installation: str, config, provider: str = ""
+) -> dict:
+    """The Pod for ``req`` in ``namespace``; ``config`` is the ``KubernetesConfig`` block. The
+    Pod is marked with ``provider``: two providers on one namespace each list only their own."""
     port = int(req.port)
-    metadata = {"name": req.name, "namespace": namespace, "labels": labels(req.uid, installation)}
+    metadata = {"name": req.name, "namespace": namespace, "labels": labels(req.uid, installation, provider)}
     if req.proxy_name:
         metadata["annotations"] = {ANNOTATION_PROXY: "%s/%s" % (req.namespace or namespace, req.proxy_name)}
     owner = owner_reference(req, namespace)

@@ -225,7 +225,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         log.info("provider=%s op=create request=%s", self.name, req.describe())
         try:
             core = self._core(deadline)
-            body = podlib.build_pod(req, namespace, self.installation, self.config)
+            body = podlib.build_pod(req, namespace, self.installation, self.config, self.name)
             try:
                 created = answers.read(
                     core.create_namespaced_pod,
@@ -408,7 +408,11 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                     # The selector did the filtering; check again so a mislabelled answer never
                     # reaches GC.
                     labels = answers.section(item, "metadata").get("labels") or {}
-                    if names.is_managed(labels) and labels.get(names.LABEL_INSTALL) == self.installation:
+                    if (
+                        names.is_managed(labels)
+                        and labels.get(names.LABEL_INSTALL) == self.installation
+                        and names.provider_owns(labels, self.name)  # another provider's on a shared namespace
+                    ):
                         out.append(self._instance(item))
                 token = answers.section(page, "metadata").get("continue")
                 if not token:

@@ -197,7 +197,9 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
                 conn,
                 pool,
                 ids.marks_volume(req.name, type_name),
-                metadata.volume_json(type_name, req.name, req.uid, created_at, provider.installation),
+                metadata.volume_json(
+                    type_name, req.name, req.uid, created_at, provider.installation, provider.name
+                ),
             )
             if response is not None:
                 image.fill(conn, pool, p.image, response, length, deadline, provider.budgets)
@@ -229,6 +231,7 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
         uid=req.uid,
         created_at=created_at,
         installation=provider.installation,
+        provider=provider.name,
     )
     log.debug(
         "provider=%s libvirt domain xml host=%s name=%s xml=%s",

@@ -28,7 +28,9 @@ log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 MARKS_LIMIT = 4096
 
 
-def host_instances(conn, host, type_name: str, installation: str, deadline) -> list:
+def host_instances(conn, host, type_name: str, installation: str, deadline, provider: str = "") -> list:
+    """This installation's domains on ``host`` that ``provider`` made (or that predate the
+    provider mark), then its leftover volume sets."""
     out = []
     domains = conn.domain_names()
     for name in sorted(domains):
@@ -37,6 +39,8 @@ def host_instances(conn, host, type_name: str, installation: str, deadline) -> l
             marks = inspect.read_marks(conn, name, type_name)
             if marks is None or not marks.managed or marks.installation != installation:
                 continue
+            if not marks.owned_by(provider):
+                continue  # another provider's on this host
             out.append(inspect.instance(conn, host.name, name, marks, deadline))
         except backend.LibvirtCallError as exc:
             if exc.code == backend.ERR_NO_DOMAIN:
@@ -50,11 +54,13 @@ def host_instances(conn, host, type_name: str, installation: str, deadline) -> l
             )
         except metadata.MarksError as exc:
             log.warning("libvirt list host=%s skipping domain %s: %s", host.name, name, exc)
-    out.extend(leftovers(conn, host, type_name, installation, set(domains), deadline))
+    out.extend(leftovers(conn, host, type_name, installation, set(domains), deadline, provider))
     return out
 
 
-def leftovers(conn, host, type_name: str, installation: str, domains: set, deadline) -> list:
+def leftovers(
+    conn, host, type_name: str, installation: str, domains: set, deadline, provider: str = ""
+) -> list:
     """Volume sets of this type whose domain does not exist, as Terminated instances."""
     try:
         volumes = conn.volume_names(host.pool)
@@ -76,7 +82,7 @@ def leftovers(conn, host, type_name: str, installation: str, domains: set, deadl
             deadline.check("list")
             log.warning("libvirt list host=%s skipping volume %s: %s", host.name, volume, exc)
             continue
-        if not marks.managed or marks.installation != installation:
+        if not marks.managed or marks.installation != installation or not marks.owned_by(provider):
             continue
         out.append(
             contract.Instance(

@@ -41,6 +41,12 @@ class Marks:
     created_at: datetime.datetime | None
     installation: str
     passwd: str = ""  # the password file line the guest was given at creation; "": no auth
+    provider: str = ""  # the configured provider that made it; "": made before it was recorded
+
+    def owned_by(self, provider: str) -> bool:
+        """Two providers on one host see the same domains: each lists only its own (and those
+        made before the provider was recorded, as ``names.provider_owns`` says)."""
+        return names.provider_owns({names.LABEL_PROVIDER: self.provider}, provider)
 
 
 class MarksError(ValueError):
@@ -55,22 +61,29 @@ def format_time(value: datetime.datetime) -> str:
     return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def element_xml(uid: str, created_at: datetime.datetime, installation: str, passwd: str = "") -> str:
+def element_xml(
+    uid: str, created_at: datetime.datetime, installation: str, passwd: str = "", provider: str = ""
+) -> str:
     """The bare element as libvirt's metadata API takes and returns it (no namespace prefix)."""
     node = ET.Element(ELEMENT)
-    for key, value in attributes(uid, created_at, installation, passwd).items():
+    for key, value in attributes(uid, created_at, installation, passwd, provider).items():
         node.set(key, value)
     return ET.tostring(node, encoding="unicode")
 
 
-def attributes(uid: str, created_at: datetime.datetime, installation: str, passwd: str = "") -> dict:
-    """The element's attributes (domain_xml writes the same ones); ``passwd`` only with auth."""
+def attributes(
+    uid: str, created_at: datetime.datetime, installation: str, passwd: str = "", provider: str = ""
+) -> dict:
+    """The element's attributes (domain_xml writes the same ones); ``passwd`` only with auth,
+    ``provider`` (the configured provider that made it) when given."""
     attrs = {
         "managed": names.LABEL_MANAGED_VALUE,
         "uid": uid,
         "createdAt": format_time(created_at),
         "installation": installation,
     }
+    if provider:
+        attrs["provider"] = provider
     if passwd:
         attrs["passwd"] = passwd.rstrip("\n")  # one line; a newline would not survive as an attribute
     return attrs
@@ -89,10 +102,13 @@ def parse_element(text: str) -> Marks:
         created_at=timestamps.parse(node.get("createdAt")),
         installation=node.get("installation", ""),
         passwd=node.get("passwd", ""),
+        provider=node.get("provider", ""),
     )
 
 
-def volume_json(type_name: str, name: str, uid: str, created_at, installation: str) -> bytes:
+def volume_json(
+    type_name: str, name: str, uid: str, created_at, installation: str, provider: str = ""
+) -> bytes:
     doc = {
         "version": MARKS_VERSION,
         "type": type_name,
@@ -102,6 +118,8 @@ def volume_json(type_name: str, name: str, uid: str, created_at, installation: s
         names.LABEL_INSTALL: installation,
         "createdAt": format_time(created_at),
     }
+    if provider:
+        doc[names.LABEL_PROVIDER] = provider
     return (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
 
 
@@ -117,4 +135,5 @@ def parse_volume_json(data: bytes, type_name: str, name: str) -> Marks:
         uid=str(doc.get(names.LABEL_UID, "")),
         created_at=timestamps.parse(doc.get("createdAt")),
         installation=str(doc.get(names.LABEL_INSTALL, "")),
+        provider=str(doc.get(names.LABEL_PROVIDER, "")),
     )

@@ -307,7 +307,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         try:
             for host in self.config.hosts:
                 conn = self.hosts.get(host, deadline)
-                out.extend(listing.host_instances(conn, host, self.type_name, self.installation, deadline))
+                out.extend(
+                    listing.host_instances(conn, host, self.type_name, self.installation, deadline, self.name)
+                )
         except Exception as exc:
             raise self._fail("list", "", exc) from exc
         log.info(

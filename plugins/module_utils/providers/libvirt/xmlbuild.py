@@ -45,6 +45,7 @@ def domain_xml(
     created_at,
     installation: str,
     passwd: str = "",
+    provider: str = "",
 ) -> str:
     dom = ET.Element("domain", {"type": domain_type})
     _sub(dom, "name", name)
@@ -57,7 +58,7 @@ def domain_xml(
     _sub(
         meta,
         "{%s}%s" % (ns, metadata.ELEMENT),
-        **metadata.attributes(uid, created_at, installation, passwd),
+        **metadata.attributes(uid, created_at, installation, passwd, provider),
     )
     os_node = _sub(dom, "os", firmware="efi") if firmware == "uefi" else _sub(dom, "os")
     _sub(os_node, "type", "hvm", arch="x86_64")

@@ -95,6 +95,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         super().__init__(name, installation)
         self.config = block
         self.store = Store(block.state_dir, block.address_range)
+        self._list_problems = []
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -260,7 +261,36 @@ class LocalProvider(contract.Provider, contract.Checker):
             pid = process.start(self._squid_binary(), self.store.path(name), name)
             log.info("provider=%s op=create name=%s started squid pid=%d", self.name, name, pid)
 
+    def _refuse_foreign(self, op: str, provider_id: str, record) -> None:
+        """An instance another provider on this stateDir made is not this provider's to adopt or
+        delete: a name is never on two providers at once."""
+        if record is not None and not names.provider_owns(record, self.name):
+            raise errors.permanent(
+                op,
+                self.name,
+                provider_id,
+                "instance %s belongs to provider %s (they share stateDir %s)"
+                % (provider_id[len(ID_PREFIX) :], record.get(names.LABEL_PROVIDER), self.config.state_dir),
+            )
+
     # -- contract ------------------------------------------------------------------------
+
+    def pool_lock_path(self, pool: str) -> str:
+        return self.store.pool_lock_path(pool)
+
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        try:
+            record = self.store.read(parse_id(provider_id))
+        except (ValueError, StoreError):
+            return {}
+        return {"port": int(record["port"])} if record and "port" in record else {}
+
+    def capacity(self) -> tuple:
+        hosts = max(0, self.store.network.num_addresses - (2 if self.store.network.prefixlen < 31 else 0))
+        return hosts, "addressRange %s has %d addresses" % (self.store.network, hosts)
+
+    def backend_key(self) -> str:
+        return "local:" + os.path.realpath(self.config.state_dir)
 
     def id_for(self, name, placement, namespace=""):
         return ID_PREFIX + name if names.is_dns_label(name) else None
@@ -281,6 +311,7 @@ class LocalProvider(contract.Provider, contract.Checker):
             deadline.check("create")
             self._squid_binary()  # fail before anything is written when Squid is missing
             existing = self.store.read(req.name)
+            self._refuse_foreign("create", provider_id, existing)
             # Adopt only our own instance: one without a UID (not made by create, which writes
             # the UID atomically) belongs to someone else just as much as one with another UID.
             if existing is not None and existing.get(names.LABEL_UID) != req.uid:
@@ -304,6 +335,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     self._owner(),
                     deadline=deadline,
                     private=(PASSWD,),
+                    provider=self.name,
                 )
                 # A concurrent create of the same name may have won the race: re-check the UID.
                 record = self.store.read(req.name)
@@ -358,7 +390,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         try:
             deadline.check("get")
             record = self.store.read(name)
-            if record is None:
+            if record is None or not names.provider_owns(record, self.name):
                 raise errors.not_found("get", self.name, provider_id, "no instance %s" % name)
             return self._instance(name, record, deadline)
         except errors.ProviderError:
@@ -380,6 +412,7 @@ class LocalProvider(contract.Provider, contract.Checker):
                     # version removed the directory first): it is this instance's, stop it.
                     process.stop(self.store.path(name), name, deadline)
                     return
+                self._refuse_foreign("delete", provider_id, record)
                 refusal = ownership.foreign(
                     "instance %s" % name,
                     names.is_managed(record),  # a hand-made directory is not ours to remove
@@ -396,8 +429,21 @@ class LocalProvider(contract.Provider, contract.Checker):
         except Exception as exc:
             raise self._fail("delete", provider_id, exc) from exc
 
+    def collect_leftovers(self, deadline) -> list:
+        try:
+            gone = self.store.sweep_leftovers(deadline)
+        except Exception as exc:
+            raise self._fail("gc", "", exc) from exc
+        for entry in gone:
+            log.info("provider=%s op=gc removed leftover directory %s", self.name, entry)
+        return gone
+
+    def list_problems(self) -> list:
+        return list(self._list_problems)
+
     def list_by_tag(self, deadline) -> list:
-        out = []
+        out, problems = [], []
+        self._list_problems = problems
         try:
             deadline.check("list")  # a cancelled list fails even when there is nothing to list
             for name in self.store.names():
@@ -408,11 +454,14 @@ class LocalProvider(contract.Provider, contract.Checker):
                     log.warning(
                         "provider=%s op=list skipping unreadable instance %s: %s", self.name, name, exc
                     )
+                    problems.append((ID_PREFIX + name, "instance %s left out of the list: %s" % (name, exc)))
                     continue
                 if record is None or not names.is_managed(record):
                     continue
                 if record.get(names.LABEL_INSTALL) != self.installation:
                     continue
+                if not names.provider_owns(record, self.name):
+                    continue  # another provider's on a shared stateDir: listed by that one
                 out.append(self._instance(name, record, deadline))
         except Exception as exc:
             raise self._fail("list", "", exc) from exc

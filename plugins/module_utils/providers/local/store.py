@@ -20,20 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
 import ipaddress
 import json
 import os
 import shutil
 import tempfile
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import file_lock, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import safe_files
 
 RECORD = "instance.json"
 RUN = "run"  # Squid's own directory (logs, core files): the only one its user may write
-LOCK_POLL_SECONDS = 0.05
 INSTANCES = "instances"
+LOCKS = "locks"
+POOL_LOCK_PREFIX = ".pool-"  # ``.``: never an instance name, so never an instance's lock
 
 
 class StoreError(Exception):
@@ -114,24 +114,26 @@ class Store:
     @contextlib.contextmanager
     def locked(self, name: str = "", deadline=None):
         """An exclusive lock on the whole store (``name`` empty) or on one instance, waited for
-        no longer than ``deadline`` (``DeadlineExceeded`` then: another process holds it).
+        no longer than ``deadline`` (``DeadlineExceeded`` then, naming the lock file and its
+        holder: another process holds it).
 
         Lock files live in ``<stateDir>/locks`` and are never removed: unlinking a lock file
         another process is waiting on would let two holders in.
         """
-        locks = os.path.join(self.state_dir, "locks")
+        locks = os.path.join(self.state_dir, LOCKS)
         try:
             os.makedirs(self.instances_dir, mode=0o755, exist_ok=True)
             os.makedirs(locks, mode=0o755, exist_ok=True)
         except OSError as exc:
             raise StoreError("cannot create %s: %s" % (self.instances_dir, exc)) from None
-        lock_path = os.path.join(locks, name or ".store")
-        with open(lock_path, "a") as handle:
-            _acquire(handle, deadline, lock_path)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        what = "instance %s" % name if name else "store %s" % self.state_dir
+        with file_lock.hold(os.path.join(locks, name or ".store"), deadline, what):
+            yield
+
+    def pool_lock_path(self, pool: str) -> str:
+        """The lock a ``proxy_pool`` run of ``pool`` holds on this store for the whole run: the
+        real path, so two providers on one stateDir name one lock."""
+        return os.path.join(os.path.realpath(self.state_dir), LOCKS, POOL_LOCK_PREFIX + pool)
 
     def create(
         self,
@@ -143,6 +145,7 @@ class Store:
         owner=None,
         deadline=None,
         private=(),
+        provider: str = "",
     ) -> dict:
         """Allocate an address and make the instance directory appear atomically.
 
@@ -150,9 +153,12 @@ class Store:
         allocated address (squid.conf) are written inside the same atomic step; the ones named
         in ``private`` (the password file) are readable by ``owner``'s group only; ``owner``
         (``(uid, gid)`` of the user Squid runs as) gets the ``run/`` directory, nothing else.
-        Returns the record. Caller holds no lock; this takes the store lock itself.
+        ``provider`` is recorded as the instance's owner (two providers may share a stateDir;
+        each lists only its own). Returns the record. Caller holds no lock; this takes the
+        store lock itself.
         """
         with self.locked(deadline=deadline):
+            self._sweep_locked()  # a killed create's staging directory goes with the next create
             existing = self.read(name)
             if existing is not None:
                 return existing
@@ -160,6 +166,7 @@ class Store:
                 names.LABEL_MANAGED: names.LABEL_MANAGED_VALUE,
                 names.LABEL_UID: uid,
                 names.LABEL_INSTALL: installation,
+                names.LABEL_PROVIDER: provider,
                 "name": name,
                 "createdAt": datetime.datetime.now(datetime.UTC).isoformat(),
                 "address": self._free_address(),
@@ -182,6 +189,29 @@ class Store:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             return record
+
+    def sweep_leftovers(self, deadline=None) -> list:
+        """Remove the ``.new-*`` staging and ``.gone-*`` trash directories a killed process left
+        (a SIGKILL between ``mkdtemp`` and the rename); returns their names.
+
+        Safe under the store lock: a staging directory exists only while a create holds that
+        lock, so one seen by the lock's holder belongs to a process that died. A trash directory
+        is already renamed away from its instance; removing it twice is harmless.
+        """
+        if not os.path.isdir(self.instances_dir):
+            return []
+        with self.locked(deadline=deadline):
+            return self._sweep_locked()
+
+    def _sweep_locked(self) -> list:
+        try:
+            entries = os.listdir(self.instances_dir)
+        except OSError:
+            return []
+        gone = sorted(e for e in entries if e.startswith((".new-", ".gone-")))
+        for entry in gone:
+            shutil.rmtree(os.path.join(self.instances_dir, entry), ignore_errors=True)
+        return gone
 
     def remove(self, name: str) -> None:
         """Remove the directory atomically (rename away, then delete); idempotent."""
@@ -209,20 +239,6 @@ class Store:
             if text not in used:
                 return text
         raise StoreError("address range %s is exhausted (%d in use)" % (self.network, len(used)))
-
-
-def _acquire(handle, deadline, what: str) -> None:
-    """``flock`` without blocking past the deadline: polls, sleeping through ``deadline``."""
-    if deadline is None:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        return
-    while True:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            deadline.check("lock %s" % what)
-            deadline.sleep(LOCK_POLL_SECONDS)
 
 
 def _ensure_run_dir(dir_fd: int, owner) -> bool:
