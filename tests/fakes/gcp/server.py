@@ -16,6 +16,7 @@ Routes (the subset the provider uses, shapes as in the public REST reference):
     GET    zones/{z}/operations[/{op}]         zoneOperations.list (filter, maxResults) / get
     DELETE zones/{z}/operations/{op}           zoneOperations.delete
     GET    global/firewalls/{name}, POST global/firewalls, PATCH global/firewalls/{name}
+    GET    global/operations/{op}              globalOperations.get (the firewall rules' ops)
     GET    regions/{r}                         regions.get with quotas
 
 ``POST /token`` is the OAuth 2.0 token endpoint of a service-account key (token.py); a request
@@ -233,6 +234,8 @@ class FakeCompute:
                 return 200, s.get_firewall(parts[2])
             if len(parts) == 3 and method == "PATCH":
                 return 200, s.patch_firewall(parts[2], body or {})
+        if len(parts) == 3 and parts[:2] == ["global", "operations"] and method == "GET":
+            return 200, s.get_global_operation(parts[2])
         if len(parts) == 2 and parts[0] == "regions" and method == "GET":
             return 200, s.get_region(parts[1])
         raise ApiError(404, "Not Found: %s %s" % (method, rest), "notFound")
