@@ -95,6 +95,17 @@ def _rfc3339(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, local).isoformat(timespec="milliseconds")
 
 
+def _page_start(token: str) -> int:
+    """The offset a page token (ours: a decimal offset) stands for; Google's 400 for any other."""
+    if not token:
+        return 0
+    if not token.isdigit():
+        raise ApiError(
+            400, "Invalid value for field 'pageToken': '%s'. Invalid page token." % token, "invalid"
+        )
+    return int(token)
+
+
 def region_of(zone: str) -> str:
     return zone.rsplit("-", 1)[0]
 
@@ -323,7 +334,7 @@ class ComputeState:
                 "labels": dict(body.get("labels") or {}),
                 "labelFingerprint": "%016x" % random.getrandbits(64),
                 "startRestricted": False,
-                "deletionProtection": False,
+                "deletionProtection": bool(body.get("deletionProtection")),
                 "fingerprint": "%016x" % random.getrandbits(64),
             }
             self.instances[(zone, name)] = {
@@ -388,6 +399,13 @@ class ComputeState:
         with self.lock:
             self._advance()
             record = self._instance_record(zone, name)
+            if record["body"].get("deletionProtection"):
+                raise ApiError(
+                    400,
+                    "Invalid resource usage: 'Resource cannot be deleted if it's protected against "
+                    "deletion.'.",
+                    "resourceInUseByAnotherResource",
+                )
             if record["deleting_until"] is None:
                 record["deleting_until"] = time.time() + self.timing.deletion
             return self.public(self._new_operation(zone, "delete", name, duration=self.timing.deletion))
@@ -438,7 +456,7 @@ class ComputeState:
                         view = self._view(record)
                         if predicate(view):
                             matched.append((zone, view))
-            start = int(page_token or 0)
+            start = _page_start(page_token)
             size = max_results or 500
             page = matched[start : start + size]
             items = {}
@@ -501,7 +519,7 @@ class ComputeState:
                 key=lambda o: o["name"],
             )
             ops = [op for op in ops if predicate(op)]
-            start = int(page_token or 0)
+            start = _page_start(page_token)
             size = max_results or 500
             out = {
                 "kind": "compute#operationList",
@@ -607,6 +625,11 @@ class ComputeState:
             }
 
     # -- test controls ---------------------------------------------------------------------
+
+    def protect(self, zone: str, name: str, protected: bool = True) -> None:
+        """Set ``deletionProtection`` as ``instances.setDeletionProtection`` would."""
+        with self.lock:
+            self.instances[(zone, name)]["body"]["deletionProtection"] = protected
 
     def force_status(self, zone: str, name: str, status: str) -> None:
         with self.lock:
