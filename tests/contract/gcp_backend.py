@@ -27,6 +27,7 @@ PROVIDER_NAME = "contract-gcp"  # deliberately not the type name
 PROJECT = "fake-project"
 ZONE = "us-central1-a"
 IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2404-lts-amd64"
+UNKNOWN_STATUS = "HIBERNATING_SOMEDAY"
 FAST = Timing(provisioning=0.2, staging=0.2, operation=0.3, deletion=0.3)
 
 
@@ -38,6 +39,7 @@ class GcpBackend:
         self.fake = FakeCompute(PROJECT, timing=timing).start()
         self.installation = "ct-%08x" % random.SystemRandom().getrandbits(32)
         self.block = block
+        self.expected_problems = []  # departures from the response schemas a test makes on purpose
         self.telemetry = observe.Telemetry()
         self.provider = self.build()
         self._built = [self.provider]
@@ -108,7 +110,8 @@ class GcpBackend:
 
     def force_unknown_state(self, provider_id: str) -> None:
         zone, name = parse_id(provider_id)
-        self.fake.state.force_status(zone, name, "HIBERNATING_SOMEDAY")  # a status the API may add
+        self.fake.state.force_status(zone, name, UNKNOWN_STATUS)  # a status the API may add
+        self.expected_problems.append(UNKNOWN_STATUS)  # outside the document's enum on purpose
 
     def backend_record(self, provider_id: str) -> dict:
         zone, name = parse_id(provider_id)
@@ -140,6 +143,11 @@ class GcpBackend:
         for provider in self._built:
             provider.close()
         self.fake.stop()
+        # Every answer the fake gave fits Google's discovery document (tests/fakes/gcp/discovery.py).
+        unexpected = [
+            p for p in self.fake.response_problems if not any(e in p for e in self.expected_problems)
+        ]
+        assert unexpected == [], unexpected
 
 
 @pytest.fixture(name="backend")

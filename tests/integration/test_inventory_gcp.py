@@ -67,6 +67,7 @@ def fleet(tmp_path_factory):
         )
         fake.stop()
         assert done.rc == 0, done.stdout[-3000:]
+        assert fake.response_problems == []  # every answer fits the discovery document
 
 
 def lists_of(fake, since: int) -> list:

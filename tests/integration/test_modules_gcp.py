@@ -42,6 +42,7 @@ def fake():
         yield server
     finally:
         server.stop()
+    assert server.response_problems == []  # every answer fits the discovery document
 
 
 @pytest.fixture

@@ -88,3 +88,4 @@ def test_the_gcp_sample_creates_its_vm_on_the_fake(tmp_path):
         assert run_playbook(tmp_path, [{"name": "delete", PI: gone}], module_defaults=defaults).rc == 0
     finally:
         fake.stop()
+    assert fake.response_problems == []  # every answer fits the discovery document

@@ -40,7 +40,7 @@ def instance(
 ):
     item = {
         "name": name,
-        "zone": "https://compute.example/compute/v1/projects/p/zones/%s" % zone,
+        "zone": "https://compute.example/compute/v1/projects/%s/zones/%s" % (PROJECT, zone),
         "status": status,
         "creationTimestamp": created,
         "labels": labels if labels is not None else {},

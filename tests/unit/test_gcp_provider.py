@@ -67,6 +67,8 @@ def op(op_type, status="DONE", error=None, http=0, at=None, name=None, ended=Non
         "operationType": op_type,
         "status": status,
         "insertTime": at,
+        "targetLink": "https://compute.example/compute/v1/projects/my-project/zones/%s/instances/%s"
+        % (ZONE, NAME),
     }
     if ended:
         item["endTime"] = ended
@@ -674,7 +676,10 @@ def test_check_reports_quota_headroom_of_the_configured_regions_only():
         {"metric": "IN_USE_ADDRESSES", "limit": 8.0, "usage": 3.0},
         {"metric": "SSD_TOTAL_GB", "limit": 500.0, "usage": 0.0},
     ]
-    seam.regions = {"europe-west1": {"quotas": quotas}, "us-central1": {"quotas": quotas[:1]}}
+    seam.regions = {
+        "europe-west1": {"name": "europe-west1", "quotas": quotas},
+        "us-central1": {"name": "us-central1", "quotas": quotas[:1]},
+    }
     (status,) = provider.check(Deadline(5))
     assert seam.names() == ["list_instances_page", "get_region", "get_region"]
     assert status.details["quota"]["europe-west1"] == {

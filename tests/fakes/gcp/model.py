@@ -95,6 +95,17 @@ def _rfc3339(epoch: float) -> str:
     return datetime.datetime.fromtimestamp(epoch, local).isoformat(timespec="milliseconds")
 
 
+def _page_start(token: str) -> int:
+    """The offset a page token (ours: a decimal offset) stands for; Google's 400 for any other."""
+    if not token:
+        return 0
+    if not token.isdigit():
+        raise ApiError(
+            400, "Invalid value for field 'pageToken': '%s'. Invalid page token." % token, "invalid"
+        )
+    return int(token)
+
+
 def region_of(zone: str) -> str:
     return zone.rsplit("-", 1)[0]
 
@@ -109,6 +120,8 @@ class ComputeState:
         self.lock = threading.RLock()
         self.instances = {}  # (zone, name) -> record
         self.operations = {}  # (zone, op name) -> operation dict (zone operations)
+        self.global_operations = {}  # op name -> operation dict (the firewall rules' operations)
+        self.firewall_failure = None  # (code, message, http, http message): the next rule op fails
         self.firewalls = {}
         self.disks = {}  # (zone, name) -> disk left behind by a delete (boot disk without autoDelete)
         self.quotas = {region_of(z): dict(DEFAULT_QUOTAS) for z in self.zones}
@@ -150,28 +163,41 @@ class ComputeState:
             "operationType": op_type,
             "targetLink": self.url("zones", zone, "instances", target_name),
             "targetId": str(next(self._ids)),
-            "status": "RUNNING",
-            "user": "fake@%s.iam.gserviceaccount.com" % self.project,
-            "progress": 0,
-            "insertTime": _rfc3339(now),
-            "startTime": _rfc3339(now),
             "selfLink": self.url("zones", zone, "operations", name),
-            "_done_at": now + (self.timing.operation if duration is None else duration),
-            "_error": error,
+            **self._lifecycle(now, self.timing.operation if duration is None else duration, error),
         }
         self.operations[(zone, name)] = op
         return op
 
+    def _lifecycle(self, now: float, duration: float, error) -> dict:
+        """The fields an operation starts with: PENDING, RUNNING from a third of its duration
+        (``_progress``), DONE at its end, as Compute Engine's operations go."""
+        return {
+            "status": "PENDING",
+            "user": "fake@%s.iam.gserviceaccount.com" % self.project,
+            "progress": 0,
+            "insertTime": _rfc3339(now),
+            "_started_at": now + duration / 3.0,
+            "_done_at": now + duration,
+            "_error": error,
+        }
+
+    @staticmethod
+    def _progress(op: dict, now: float) -> None:
+        if op["status"] == "PENDING" and now >= op["_started_at"]:
+            op["status"], op["startTime"] = "RUNNING", _rfc3339(op["_started_at"])
+        if op["status"] == "RUNNING" and now >= op["_done_at"]:
+            op["status"], op["progress"], op["endTime"] = "DONE", 100, _rfc3339(op["_done_at"])
+            if op["_error"]:
+                code, message, http, http_message = op["_error"]
+                op["error"] = {"errors": [{"code": code, "message": message}]}
+                op["httpErrorStatusCode"], op["httpErrorMessage"] = http, http_message
+
     def _advance(self) -> None:
         """Apply the passage of time: finish operations, progress and remove instances."""
         now = time.time()
-        for op in self.operations.values():
-            if op["status"] != "DONE" and now >= op["_done_at"]:
-                op["status"], op["progress"], op["endTime"] = "DONE", 100, _rfc3339(op["_done_at"])
-                if op["_error"]:
-                    code, message, http, http_message = op["_error"]
-                    op["error"] = {"errors": [{"code": code, "message": message}]}
-                    op["httpErrorStatusCode"], op["httpErrorMessage"] = http, http_message
+        for op in [*self.operations.values(), *self.global_operations.values()]:
+            self._progress(op, now)
         for key, record in list(self.instances.items()):
             if record["deleting_until"] is not None:
                 if now >= record["deleting_until"]:
@@ -308,7 +334,7 @@ class ComputeState:
                 "labels": dict(body.get("labels") or {}),
                 "labelFingerprint": "%016x" % random.getrandbits(64),
                 "startRestricted": False,
-                "deletionProtection": False,
+                "deletionProtection": bool(body.get("deletionProtection")),
                 "fingerprint": "%016x" % random.getrandbits(64),
             }
             self.instances[(zone, name)] = {
@@ -373,6 +399,13 @@ class ComputeState:
         with self.lock:
             self._advance()
             record = self._instance_record(zone, name)
+            if record["body"].get("deletionProtection"):
+                raise ApiError(
+                    400,
+                    "Invalid resource usage: 'Resource cannot be deleted if it's protected against "
+                    "deletion.'.",
+                    "resourceInUseByAnotherResource",
+                )
             if record["deleting_until"] is None:
                 record["deleting_until"] = time.time() + self.timing.deletion
             return self.public(self._new_operation(zone, "delete", name, duration=self.timing.deletion))
@@ -423,7 +456,7 @@ class ComputeState:
                         view = self._view(record)
                         if predicate(view):
                             matched.append((zone, view))
-            start = int(page_token or 0)
+            start = _page_start(page_token)
             size = max_results or 500
             page = matched[start : start + size]
             items = {}
@@ -486,7 +519,7 @@ class ComputeState:
                 key=lambda o: o["name"],
             )
             ops = [op for op in ops if predicate(op)]
-            start = int(page_token or 0)
+            start = _page_start(page_token)
             size = max_results or 500
             out = {
                 "kind": "compute#operationList",
@@ -506,20 +539,31 @@ class ComputeState:
     # -- firewalls and regions -------------------------------------------------------------
 
     def _global_operation(self, op_type: str, name: str) -> dict:
+        """A firewall rule's operation: it runs like a zone operation and ends with
+        ``firewall_failure`` when a test set it (a rule accepted, then refused)."""
         now = time.time()
         op_name = "operation-%d-%016x" % (int(now * 1000), random.getrandbits(64))
-        return {
+        error, self.firewall_failure = self.firewall_failure, None
+        op = {
             "kind": "compute#operation",
             "id": str(next(self._ids)),
             "name": op_name,
             "operationType": op_type,
             "targetLink": self.url("global", "firewalls", name),
-            "status": "DONE",
-            "progress": 100,
-            "insertTime": _rfc3339(now),
-            "endTime": _rfc3339(now),
+            "targetId": str(next(self._ids)),
             "selfLink": self.url("global", "operations", op_name),
+            **self._lifecycle(now, self.timing.operation, error),
         }
+        self.global_operations[op_name] = op
+        return self.public(op)
+
+    def get_global_operation(self, name: str) -> dict:
+        with self.lock:
+            self._advance()
+            op = self.global_operations.get(name)
+            if op is None:
+                raise self._not_found("global", "operations", name)
+            return self.public(op)
 
     def get_firewall(self, name: str) -> dict:
         with self.lock:
@@ -581,6 +625,11 @@ class ComputeState:
             }
 
     # -- test controls ---------------------------------------------------------------------
+
+    def protect(self, zone: str, name: str, protected: bool = True) -> None:
+        """Set ``deletionProtection`` as ``instances.setDeletionProtection`` would."""
+        with self.lock:
+            self.instances[(zone, name)]["body"]["deletionProtection"] = protected
 
     def force_status(self, zone: str, name: str, status: str) -> None:
         with self.lock:

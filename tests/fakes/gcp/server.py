@@ -16,11 +16,18 @@ Routes (the subset the provider uses, shapes as in the public REST reference):
     GET    zones/{z}/operations[/{op}]         zoneOperations.list (filter, maxResults) / get
     DELETE zones/{z}/operations/{op}           zoneOperations.delete
     GET    global/firewalls/{name}, POST global/firewalls, PATCH global/firewalls/{name}
+    GET    global/operations/{op}              globalOperations.get (the firewall rules' ops)
     GET    regions/{r}                         regions.get with quotas
 
 ``POST /token`` is the OAuth 2.0 token endpoint of a service-account key (token.py); a request
 with an ``Authorization`` header is refused 401 unless it carries a token that endpoint issued
 (anonymous requests, the provider's ``apiEndpoint`` without a key, carry none).
+
+Every request is checked against Google's Compute v1 discovery document first (discovery.py):
+an undocumented method or path is 404, a bad parameter, unknown query parameter or body field,
+a name or label that breaks its pattern, ``maxResults`` over 500 is 400 with Google's standard
+error body. Every answer is checked against the method's response schema; departures are kept
+in ``response_problems``, which the tests' harnesses assert empty.
 
 Faults: ``inject(status=..., reason=..., method=..., path=..., times=..., delay=..., raw=...,
 headers=...)`` answers matching requests with an API error body, or with ``raw`` bytes (no body,
@@ -38,7 +45,7 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fakes.gcp import token
+from fakes.gcp import discovery, token
 from fakes.gcp.model import ApiError, ComputeState, Timing
 from fakes.gcp.token import TokenEndpoint
 
@@ -95,6 +102,7 @@ class FakeCompute:
         self._faults = []
         self._lock = threading.Lock()
         self.requests = []
+        self.response_problems = []  # answers that do not fit the discovery document
         self.token = TokenEndpoint()
         self._server = None
         self._thread = None
@@ -192,6 +200,21 @@ class FakeCompute:
     # -- routing ---------------------------------------------------------------------------
 
     def handle(self, method: str, rest: str, query: dict, body) -> tuple:
+        """Check the request against the discovery document (discovery.py: Google's 400 where it
+        does not fit), serve it, and keep how the answer departs from the document's response
+        schema in ``response_problems`` (the tests assert there are none)."""
+        documented, path_params = discovery.match(method, "projects/%s/%s" % (self.project, rest))
+        if documented is None:
+            raise ApiError(404, "Not Found: %s %s" % (method, rest), "notFound")
+        discovery.check_request(documented, path_params, query, body)
+        status, payload = self._route(method, rest, query, body)
+        problems = discovery.response_problems(documented, payload)
+        if problems:
+            with self._lock:
+                self.response_problems.extend(problems)
+        return status, payload
+
+    def _route(self, method: str, rest: str, query: dict, body) -> tuple:
         s = self.state
         one = {k: v[-1] for k, v in query.items()}
         parts = rest.split("/")
@@ -233,6 +256,8 @@ class FakeCompute:
                 return 200, s.get_firewall(parts[2])
             if len(parts) == 3 and method == "PATCH":
                 return 200, s.patch_firewall(parts[2], body or {})
+        if len(parts) == 3 and parts[:2] == ["global", "operations"] and method == "GET":
+            return 200, s.get_global_operation(parts[2])
         if len(parts) == 2 and parts[0] == "regions" and method == "GET":
             return 200, s.get_region(parts[1])
         raise ApiError(404, "Not Found: %s %s" % (method, rest), "notFound")
@@ -295,6 +320,13 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = self.fake.handle(self.command, rest, query, body)
         except ApiError as exc:
             status, payload = exc.code, exc.body()
+        except Exception as exc:  # a fake's bug still gets an HTTP answer, as Google's 500 would
+            status = 500
+            payload = ApiError(
+                500, "fake internal error: %s: %s" % (type(exc).__name__, exc), "backendError"
+            ).body()
+            with self.fake._lock:
+                self.fake.response_problems.append("handler crashed: %r" % (exc,))
         self._send(status, payload)
 
     def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:

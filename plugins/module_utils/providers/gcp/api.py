@@ -123,9 +123,11 @@ class ComputeAPI:
             "operations": compute_v1.ZoneOperationsClient,
             "firewalls": compute_v1.FirewallsClient,
             "regions": compute_v1.RegionsClient,
+            "global_operations": compute_v1.GlobalOperationsClient,
         }[kind]
         options = ClientOptions(api_endpoint=self.api_endpoint) if self.api_endpoint else None
         client = factory(credentials=self._creds(), client_options=options, transport="rest")
+        _refuse_redirects(client)
         if kind == "list":
             _enable_partial_success(client)
         return client
@@ -213,9 +215,26 @@ class ComputeAPI:
         )
         return _as_dict(op)
 
+    def get_global_operation(self, name: str, timeout: float) -> dict:
+        """``globalOperations.get``: how a firewall rule's insert or patch ended."""
+        op = self._client("global_operations").get(
+            project=self.project, operation=name, timeout=timeout, retry=None
+        )
+        return _as_dict(op)
+
     def get_region(self, region: str, timeout: float) -> dict:
         found = self._client("regions").get(project=self.project, region=region, timeout=timeout, retry=None)
         return _as_dict(found)
+
+
+def _refuse_redirects(client) -> None:
+    """The Compute API never redirects its calls: a 3xx comes from something in between (a
+    proxy, a captive portal), and whatever the redirect's target answers is not the API's answer
+    about the object asked for (issue 28 §5: a 302 to a notFound body proved nothing). With
+    ``max_redirects`` 0 requests raises ``TooManyRedirects`` instead of following: Transient."""
+    session = getattr(client.transport, "_session", None)
+    if session is not None:
+        session.max_redirects = 0
 
 
 def _enable_partial_success(client) -> None:

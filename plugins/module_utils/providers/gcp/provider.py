@@ -33,7 +33,12 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     ownership,
     timestamps,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
+    insert,
+    labels,
+    operations,
+    subject,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     OperationFailed,
@@ -117,6 +122,11 @@ class GcpProvider(contract.Provider, contract.Checker):
                 % (exc, token_uri, self.config.credentials_file)
             ) from exc
 
+    def _get_instance(self, deadline, what: str, zone: str, name: str) -> dict:
+        """``instances.get``, counted only if the answer is that instance (subject.py)."""
+        item = self._call(deadline, what, self.api.get_instance, zone, name)
+        return subject.instance(item, self.config.project, zone, name)
+
     def _resource(self, *path: str) -> str:
         """The resource path the API names in its 404 (``projects/<project>/...``)."""
         return "/".join(("projects", self.config.project, *path))
@@ -156,6 +166,10 @@ class GcpProvider(contract.Provider, contract.Checker):
             if proves_missing(exc, self._resource("zones", zone)):
                 return []
             raise
+        # The filter asked for this instance's operations: one about anything else means the
+        # answer is not about what was asked (subject.py), and a stray failed insert or running
+        # delete read from it would misreport this instance.
+        ops = [subject.zone_operation(o, self.config.project, zone, name) for o in ops]
         return sorted(ops, key=_op_order)
 
     def _validate(self, req: contract.CreateRequest) -> None:
@@ -235,7 +249,7 @@ class GcpProvider(contract.Provider, contract.Checker):
     def _adopt(self, req, provider_id: str, deadline) -> str:
         """409: the name is taken. Ours (same uid) is success; anyone else's is Permanent."""
         try:
-            existing = self._call(deadline, "create", self.api.get_instance, req.placement.zone, req.name)
+            existing = self._get_instance(deadline, "create", req.placement.zone, req.name)
         except Exception as exc:
             if status_of(exc) == 404:  # deleted between the two calls: let the caller retry
                 raise self._fail("create", provider_id, exc, errors.TRANSIENT)
@@ -273,20 +287,36 @@ class GcpProvider(contract.Provider, contract.Checker):
         wanted = insert.build_firewall(self.name, self.installation, port, self.config.project, self.config)
         try:
             existing = self._call(deadline, "firewall", self.api.get_firewall, wanted["name"])
+            subject.named("firewall rule", existing, self.config.project, wanted["name"], "firewalls")
         except Exception as exc:
             if not proves_missing(exc, self._resource("global", "firewalls", wanted["name"])):
                 raise
             existing = None
         if existing is None:
             try:
-                self._call(deadline, "firewall", self.api.insert_firewall, wanted)
+                op = self._call(deadline, "firewall", self.api.insert_firewall, wanted)
+                self._await_global(op, deadline)
                 log.info("provider=%s firewall %s created for port %d", self.name, wanted["name"], port)
             except Exception as exc:
                 if status_of(exc) != 409:  # a concurrent create won: same rule
                     raise
         elif insert.firewall_differs(existing, wanted):
-            self._call(deadline, "firewall", self.api.patch_firewall, wanted["name"], wanted)
+            op = self._call(deadline, "firewall", self.api.patch_firewall, wanted["name"], wanted)
+            self._await_global(op, deadline)
             log.info("provider=%s firewall %s updated to the config", self.name, wanted["name"])
+
+    def _await_global(self, op: dict, deadline) -> None:
+        """Wait (within the deadline) for a firewall rule's operation to end, and raise its
+        error: a rule accepted and then refused leaves the VMs unreachable on the proxy port."""
+        operations.await_done(
+            op,
+            lambda name: subject.operation(
+                self._call(deadline, "firewall", self.api.get_global_operation, name),
+                self.config.project,
+                name,
+            ),
+            deadline,
+        )
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
         try:
@@ -295,7 +325,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             raise errors.permanent("get", self.name, provider_id, exc) from None
         try:
             try:
-                item = self._call(deadline, "get", self.api.get_instance, zone, name)
+                item = self._get_instance(deadline, "get", zone, name)
             except Exception as exc:
                 if not proves_missing(
                     exc, self._resource("zones", zone, "instances", name), self._resource("zones", zone)
@@ -320,7 +350,7 @@ class GcpProvider(contract.Provider, contract.Checker):
         except ValueError as exc:
             raise errors.permanent("sync_auth", self.name, provider_id, exc) from None
         try:
-            item = self._call(deadline, "sync_auth", self.api.get_instance, zone, name)
+            item = self._get_instance(deadline, "sync_auth", zone, name)
         except Exception as exc:
             raise self._fail("sync_auth", provider_id, exc)
         line = cloud_init_auth.passwd_of(insert.user_data_of(item))
@@ -384,7 +414,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             try:
                 # Compute Engine cannot delete on a label condition: read the marks first. What
                 # remains is the window between this read and the delete (docs/gcp-provider.md).
-                item = self._call(deadline, "delete", self.api.get_instance, zone, name)
+                item = self._get_instance(deadline, "delete", zone, name)
                 self._refuse_foreign(item, provider_id)
                 op = self._call(deadline, "delete", self.api.delete_instance, zone, name)
             except errors.ProviderError:
@@ -472,7 +502,9 @@ class GcpProvider(contract.Provider, contract.Checker):
                     or not names.provider_owns(item_labels, self.name)  # another provider's, same project
                 ):
                     continue
-                found.append(to_instance(item, last_segment(scope), self.config.address_mode))
+                zone = last_segment(scope)
+                subject.listed_instance(item, self.config.project, zone)
+                found.append(to_instance(item, zone, self.config.address_mode))
         for unreachable in page.get("unreachables") or []:
             log.warning("provider=%s op=list unreachable scope left out: %s", self.name, unreachable)
         return found
@@ -510,6 +542,7 @@ class GcpProvider(contract.Provider, contract.Checker):
         for region in regions:
             try:
                 found = self._call(deadline, "check", self.api.get_region, region)
+                subject.named("region", found, self.config.project, region, "regions")
             except Exception as exc:
                 out[region] = {"error": describe(exc)}
                 continue
