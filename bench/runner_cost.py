@@ -129,12 +129,14 @@ def profile() -> None:
     spy = shutil.which("py-spy", path=BIN)
     if not spy:
         sys.exit("--profile needs py-spy (requirements-dev.txt)")
-    raw = tempfile.mktemp(suffix=".txt")
+    handle, raw = tempfile.mkstemp(suffix=".txt")
+    os.close(handle)
     script = "import sys; sys.path[:0] = %r; import runner_cost as b; b._profiled()" % (
-        [os.path.dirname(os.path.abspath(__file__))] + sys.path,
+        [os.path.dirname(os.path.abspath(__file__)), *sys.path],
     )
+    argv = [spy, "record", "-r", "500", "-f", "raw", "--subprocesses", "-o", raw, "--"]
     subprocess.run(
-        [spy, "record", "-r", "500", "-f", "raw", "--subprocesses", "-o", raw, "--", sys.executable, "-c", script],
+        [*argv, sys.executable, "-c", script],
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

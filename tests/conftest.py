@@ -104,7 +104,9 @@ def pytest_collection_modifyitems(session, config, items):
     late = set()
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and (CONTROL_PLANE_FIXTURE in item.fixturenames or _needs_control_plane(module)):
+        if module is None:
+            continue
+        if CONTROL_PLANE_FIXTURE in item.fixturenames or _needs_control_plane(module):
             late.add(module.__name__)
 
     def is_late(item) -> bool:

@@ -30,10 +30,12 @@ LIBVIRT_MARKS = re.compile(
     r"\b(libvirt_fixtures|libvirt_host|image_host|guest_network|guest_backend|system_libvirtd|LibvirtHost)\b"
 )
 # The fixtures (and the class) that take the machine-wide libvirt test lock.
-LIBVIRT_FIXTURES = frozenset({"libvirt_host", "image_host", "guest_network", "guest_backend", "system_libvirtd"})
+LIBVIRT_FIXTURES = frozenset(
+    {"libvirt_host", "image_host", "guest_network", "guest_backend", "system_libvirtd"}
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def uses_libvirt(path: str) -> bool:
     """Whether the test file at ``path`` (relative to the rootdir or absolute) is in the group."""
     try:
@@ -60,11 +62,7 @@ def really_uses_libvirt(item) -> bool:
 def check(items, rootdir: str) -> None:
     """Refuse a collection in which a file takes the libvirt lock but is not in the group."""
     wrong = sorted(
-        {
-            str(item.path)
-            for item in items
-            if really_uses_libvirt(item) and not uses_libvirt(str(item.path))
-        }
+        {str(item.path) for item in items if really_uses_libvirt(item) and not uses_libvirt(str(item.path))}
     )
     if wrong:
         import pytest

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import types
 
 import pytest
@@ -21,14 +22,15 @@ def test_libvirt_files_share_one_scope_and_others_keep_their_own():
         == xdist_groups.LIBVIRT_GROUP
     )
     assert xdist_groups.scope_of("tests/unit/test_config.py::test_z", ROOT) == "tests/unit/test_config.py"
-    assert xdist_groups.scope_of("tests/contract/test_libvirt_fake.py::t", ROOT) == "tests/contract/test_libvirt_fake.py"
+    fake = "tests/contract/test_libvirt_fake.py"
+    assert xdist_groups.scope_of(fake + "::t", ROOT) == fake
 
 
 def test_every_file_whose_tests_take_the_libvirt_lock_is_in_the_group():
     """The source rule against the fixtures: each file naming a lock-taking fixture in a test's
     signature (or a LibvirtHost) is in the group."""
     signature = "|".join(sorted(xdist_groups.LIBVIRT_FIXTURES))
-    pattern = xdist_groups.re.compile(r"def test_\w+\([^)]*\b(%s)\b|LibvirtHost\(" % signature, xdist_groups.re.S)
+    pattern = re.compile(r"def test_\w+\([^)]*\b(%s)\b|LibvirtHost\(" % signature, re.S)
     for path in glob.glob(os.path.join(ROOT, "tests", "**", "test_*.py"), recursive=True):
         with open(path, encoding="utf-8") as handle:
             if pattern.search(handle.read()):
@@ -42,6 +44,6 @@ def _item(path: str, fixtures: tuple):
 def test_a_file_outside_the_group_that_takes_the_lock_fails_the_collection(tmp_path):
     stray = tmp_path / "test_stray.py"
     stray.write_text("def test_a(backend):\n    pass\n")
-    with pytest.raises(pytest.UsageError, match="test_stray.py"):
+    with pytest.raises(pytest.UsageError, match=r"test_stray\.py"):
         xdist_groups.check([_item(str(stray), ("backend", "libvirt_host"))], str(tmp_path))
     xdist_groups.check([_item(str(stray), ("backend",))], str(tmp_path))  # no libvirt: fine
