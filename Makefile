@@ -71,8 +71,7 @@ toxiproxy-binary:
 # tests/output/fault-matrix.json, which hack/fault_matrix_table.py renders into the document.
 # Three pytest-xdist workers, one test file each at a time (a column, the controller's in three
 # parts): its cells mostly wait on toxics and deadlines, so they overlap (1275 s -> about 600 s
-# measured on 2 cores). The main pytest session stays serial: its controller tests keep both
-# cores busy with ansible runs, and workers would only share them.
+# measured on 2 cores). The main pytest session has workers too (above, docs/testing.md).
 FAULT_WORKERS ?= 3
 faults:
 	@hack/timed.sh "fault matrix (pytest -n $(FAULT_WORKERS) tests/faults)" python -m pytest -n $(FAULT_WORKERS) --dist loadfile tests/faults

@@ -54,8 +54,9 @@ INFO_PLAY = """\
 
 # Where a sampled frame puts a CPU sample (the first rule that matches a frame of the stack).
 PHASES = (
-    ("module process: interpreter and imports", ("AnsiballZ_", "_find_and_load")),
-    ("module process: the module's work", ("AnsiballZ_",)),
+    # With pipelining (as the controller runs) the module's AnsiballZ wrapper comes on stdin.
+    ("module process: imports (unpacked from the zip, compiled)", ("_ansiballz_main", "_find_and_load")),
+    ("module process: the module's work", ("_ansiballz_main",)),
     ("AnsiballZ packaging (recursive_finder)", ("recursive_finder", "_find_module_utils")),
     ("task execution (action, templating)", ("TaskExecutor",)),
     ("inventory", ("inventory/manager",)),
