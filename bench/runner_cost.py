@@ -89,7 +89,7 @@ def measure(run, repeat: int) -> tuple:
     """Median (cpu, wall) of ``repeat`` calls of ``run``, after one warm-up call."""
     run()
     cpu, wall = [], []
-    for _ in range(repeat):
+    for _run in range(repeat):
         c0, w0 = _cpu(), time.monotonic()
         run()
         cpu.append(_cpu() - c0)

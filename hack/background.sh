@@ -23,9 +23,12 @@ start)
   rm -f "$rcfile"
   (
     status=0
-    # The build scripts print their bin directory on stdout: not wanted in the log.
+    # The build scripts print their bin directory on stdout: not wanted in the log ($1 is
+    # expanded by the inner shell, hence the single quotes).
+    # shellcheck disable=SC2016
     nice -n 10 "$root/hack/timed.sh" "Kubernetes test control plane binaries (background)" \
       bash -c '"$1" >/dev/null' - "$root/tests/cluster/build.sh" || status=1
+    # shellcheck disable=SC2016
     nice -n 10 "$root/hack/timed.sh" "Toxiproxy for the fault matrix (background)" \
       bash -c '"$1" >/dev/null' - "$root/tests/cluster/build_toxiproxy.sh" || status=1
     echo "$status" >"$rcfile"
