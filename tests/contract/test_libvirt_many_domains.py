@@ -19,8 +19,12 @@ from integration.playbook import run_playbook
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
 from contract import libvirt_fixtures
-from contract.libvirt_backend import HOST_NAME, LibvirtContractBackend
+from contract.libvirt_backend import HOST_NAME, PROVIDER_NAME, LibvirtContractBackend
 from contract.libvirt_host import unmarked_domain_xml
+
+# The harness's own provider name: each kvm2 provider lists (and so collects and deletes) only the
+# domains it made, and the harness's teardown must see what the modules made.
+PROVIDER = PROVIDER_NAME
 
 pytestmark = [pytest.mark.libvirt, pytest.mark.playbook]
 
@@ -83,16 +87,16 @@ def test_listing_and_check_answer_among_many_foreign_domains(tmp_path, crowded):
     print("\n" + "\n".join(figures))
 
     defaults = {
-        "providers": [{"name": "hv", "type": "kvm2", "kvm2": harness.block()}],
+        "providers": [{"name": PROVIDER, "type": "kvm2", "kvm2": harness.block()}],
         "installation": harness.installation,
     }
     run = run_playbook(
         tmp_path,
         [
-            {"name": "info", "crawl.egress_proxies.proxy_info": {"provider": "hv"}},
+            {"name": "info", "crawl.egress_proxies.proxy_info": {"provider": PROVIDER}},
             {
                 "name": "gc",
-                "crawl.egress_proxies.proxy_gc": {"provider": "hv", "live_uids": [], "min_age": "0"},
+                "crawl.egress_proxies.proxy_gc": {"provider": PROVIDER, "live_uids": [], "min_age": "0"},
                 "check_mode": True,
             },
         ],

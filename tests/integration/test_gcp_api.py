@@ -63,7 +63,7 @@ def test_full_lifecycle_and_its_api_calls(gcp):
     assert provider_id == path
     assert calls(fake) == ["POST zones/%s/instances" % ZONE]  # submitted, not awaited
     sent = fake.log()[0].body
-    assert sent["labels"] == labels.marks(req.uid, gcp.installation)
+    assert sent["labels"] == labels.marks(req.uid, gcp.installation, provider.name)
     assert {"key": "user-data", "value": req.cloud_init} in sent["metadata"]["items"]
 
     states = wait_running(provider, provider_id)

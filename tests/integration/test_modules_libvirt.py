@@ -16,12 +16,16 @@ import uuid
 import pycdlib
 import pytest
 from contract import libvirt_fixtures
-from contract.libvirt_backend import HOST_NAME, LibvirtContractBackend
+from contract.libvirt_backend import HOST_NAME, PROVIDER_NAME, LibvirtContractBackend
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, names, proxy_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids
 
 from .playbook import run_playbook
+
+# The harness's own provider name: each kvm2 provider lists (and so collects and deletes) only the
+# domains it made, and the harness's teardown must see what the modules made.
+PROVIDER = PROVIDER_NAME
 
 pytestmark = [pytest.mark.libvirt, pytest.mark.playbook]
 
@@ -42,7 +46,7 @@ def hv(libvirt_host, image_host):
     deletes whatever its installation left at teardown."""
     harness = LibvirtContractBackend(libvirt_host, image_host)
     defaults = {
-        "providers": [{"name": "hv", "type": "kvm2", "kvm2": harness.block()}],
+        "providers": [{"name": PROVIDER, "type": "kvm2", "kvm2": harness.block()}],
         "installation": harness.installation,
     }
     try:
@@ -62,10 +66,10 @@ def test_lifecycle_through_the_modules(tmp_path, hv):
     run = run_playbook(
         tmp_path,
         [
-            {"name": "create", PI: {"provider": "hv", "uid": uid, "placement": PLACEMENT}},
-            {"name": "again", PI: {"provider": "hv", "uid": uid, "placement": PLACEMENT}},
-            {"name": "info", INFO: {"provider": "hv"}},
-            {"name": "check", CHECK: {"provider": "hv"}},
+            {"name": "create", PI: {"provider": PROVIDER, "uid": uid, "placement": PLACEMENT}},
+            {"name": "again", PI: {"provider": PROVIDER, "uid": uid, "placement": PLACEMENT}},
+            {"name": "info", INFO: {"provider": PROVIDER}},
+            {"name": "check", CHECK: {"provider": PROVIDER}},
         ],
         module_defaults=defaults,
     )
@@ -86,9 +90,9 @@ def test_lifecycle_through_the_modules(tmp_path, hv):
     run = run_playbook(
         tmp_path,
         [
-            {"name": "delete", PI: {"provider": "hv", "id": created["id"], "state": "absent"}},
-            {"name": "delete again", PI: {"provider": "hv", "id": created["id"], "state": "absent"}},
-            {"name": "info", INFO: {"provider": "hv", "ids": [created["id"]]}},
+            {"name": "delete", PI: {"provider": PROVIDER, "id": created["id"], "state": "absent"}},
+            {"name": "delete again", PI: {"provider": PROVIDER, "id": created["id"], "state": "absent"}},
+            {"name": "info", INFO: {"provider": PROVIDER, "ids": [created["id"]]}},
         ],
         module_defaults=defaults,
     )
@@ -110,7 +114,7 @@ def test_batch_of_twenty_on_one_host_dials_once(tmp_path, hv):
         [
             {
                 "name": "create",
-                PI: {"provider": "hv", "placement": PLACEMENT, "instances": [{"uid": u} for u in uids]},
+                PI: {"provider": PROVIDER, "placement": PLACEMENT, "instances": [{"uid": u} for u in uids]},
             }
         ],
         module_defaults=defaults,
@@ -137,7 +141,7 @@ def test_batch_of_twenty_on_one_host_dials_once(tmp_path, hv):
             {
                 "name": "delete",
                 PI: {
-                    "provider": "hv",
+                    "provider": PROVIDER,
                     "state": "absent",
                     "instances": [{"uid": u, "placement": PLACEMENT} for u in uids],
                 },
@@ -167,7 +171,7 @@ def test_gc_collects_orphans_and_volumes_left_without_a_domain(tmp_path, hv):
             {
                 "name": "create",
                 PI: {
-                    "provider": "hv",
+                    "provider": PROVIDER,
                     "placement": PLACEMENT,
                     "instances": [{"uid": u} for u in (live, orphan, stray)],
                 },
@@ -184,7 +188,7 @@ def test_gc_collects_orphans_and_volumes_left_without_a_domain(tmp_path, hv):
         tmp_path,
         [
             {"name": "sweep", GC: {"live_uids": [live], "min_age": "0"}},
-            {"name": "info", INFO: {"provider": "hv"}},
+            {"name": "info", INFO: {"provider": PROVIDER}},
         ],
         module_defaults=defaults,
     )
@@ -206,8 +210,8 @@ def test_bad_config_names_the_field_and_dials_nothing(tmp_path, hv):
             {
                 "name": "bad",
                 PI: {
-                    "providers": [{"name": "hv", "type": "kvm2", "kvm2": block}],
-                    "provider": "hv",
+                    "providers": [{"name": PROVIDER, "type": "kvm2", "kvm2": block}],
+                    "provider": PROVIDER,
                     "uid": "u",
                 },
             }
@@ -221,7 +225,7 @@ def test_bad_config_names_the_field_and_dials_nothing(tmp_path, hv):
         [
             {
                 "name": "bad placement",
-                PI: {"provider": "hv", "uid": "u", "placement": dict(PLACEMENT, machine_type="huge")},
+                PI: {"provider": PROVIDER, "uid": "u", "placement": dict(PLACEMENT, machine_type="huge")},
             }
         ],
         module_defaults=defaults,
@@ -241,13 +245,13 @@ def test_cloud_init_and_key_never_printed(tmp_path, hv):
         {
             "name": "create",
             PI: {
-                "provider": "hv",
+                "provider": PROVIDER,
                 "uid": uid,
                 "placement": PLACEMENT,
                 "cloud_init": "#cloud-config\n# %s\n" % sentinel,
             },
         },
-        {"name": "delete", PI: {"provider": "hv", "uid": uid, "placement": PLACEMENT, "state": "absent"}},
+        {"name": "delete", PI: {"provider": PROVIDER, "uid": uid, "placement": PLACEMENT, "state": "absent"}},
     ]
     run = run_playbook(tmp_path, tasks, module_defaults=defaults, verbosity=4, json_output=False)
     assert run.rc == 0, run.stdout[-3000:]
@@ -265,17 +269,17 @@ def test_check_tells_whether_kvm_guests_can_run(tmp_path, hv):
     harness, defaults = hv
     block = dict(harness.block())
     block["hosts"] = [dict(block["hosts"][0], domainType="kvm")]
-    defaults = dict(defaults, providers=[{"name": "hv", "type": "kvm2", "kvm2": block}])
+    defaults = dict(defaults, providers=[{"name": PROVIDER, "type": "kvm2", "kvm2": block}])
     uid = str(uuid.uuid4())
     run = run_playbook(
         tmp_path,
         [
             {
                 "name": "create",
-                PI: {"provider": "hv", "uid": uid, "placement": PLACEMENT},
+                PI: {"provider": PROVIDER, "uid": uid, "placement": PLACEMENT},
                 "ignore_errors": True,
             },
-            {"name": "check", CHECK: {"provider": "hv"}},
+            {"name": "check", CHECK: {"provider": PROVIDER}},
         ],
         module_defaults=defaults,
     )
@@ -332,7 +336,7 @@ def test_auth_is_in_the_seed_and_fixed_at_creation(tmp_path, hv):
     mine = "#cloud-config\n# user-mark-%s\n" % uuid.uuid4().hex
     auth = {"username": "crawler", "password": password}
     uid, bare, refused = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
-    base = {"provider": "hv", "placement": PLACEMENT}
+    base = {"provider": PROVIDER, "placement": PLACEMENT}
     tasks = [
         {"name": "no cloud_init", PI: dict(base, uid=refused, auth=auth), "ignore_errors": True},
         {
