@@ -11,6 +11,10 @@ side by side, in one process, on the same machine, each case ``--repeat`` times 
   through ansible-runner (``Executor.run_playbook``, the controller's own code and settings),
   one get of one id.
 
+The last two run twice: as they run now (the module started from the installed collection,
+plugins/plugin_utils/direct_module.py) and, marked ``(AnsiballZ)``, with
+``EGRESS_PROXIES_DIRECT_MODULES=false``, ansible-core's zipped module as before that change.
+
 CPU-seconds are the children's user+system time (``RUSAGE_CHILDREN``) plus, for the runner
 case, this process's own (the runner reads events in-process). ``--profile`` also samples one
 controller run with py-spy (every process it starts) and prints where its CPU goes by phase.
@@ -54,6 +58,9 @@ INFO_PLAY = """\
 
 # Where a sampled frame puts a CPU sample (the first rule that matches a frame of the stack).
 PHASES = (
+    # Started directly from the collection, the module process runs ansible-core's loader.
+    ("module process: imports", ("run_module (ansible/module_utils/_internal/_ansiballz", "_find_and_load")),
+    ("module process: the module's work", ("run_module (ansible/module_utils/_internal/_ansiballz",)),
     # With pipelining (as the controller runs) the module's AnsiballZ wrapper comes on stdin.
     ("module process: imports (unpacked from the zip, compiled)", ("_ansiballz_main", "_find_and_load")),
     ("module process: the module's work", ("_ansiballz_main",)),
@@ -97,14 +104,18 @@ def measure(run, repeat: int) -> tuple:
     return statistics.median(cpu), statistics.median(wall)
 
 
-def command(argv: list):
+PACKAGED = {"EGRESS_PROXIES_DIRECT_MODULES": "false"}  # ansible-core's AnsiballZ path
+
+
+def command(argv: list, extra: dict | None = None):
     def run():
-        subprocess.run(argv, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        env = dict(_env(), **(extra or {}))
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 
     return run
 
 
-def controller_run(work: str, providers_file: str):
+def controller_run(work: str, providers_file: str, extra: dict | None = None):
     os.environ.update(_env())
     from egress_proxies_controller.executor import PLAYBOOK, Executor
 
@@ -118,7 +129,16 @@ def controller_run(work: str, providers_file: str):
     }
 
     def run():
-        results = executor.run_playbook("batch.yml", PLAYBOOK, payload, "bench")
+        saved = {k: os.environ.get(k) for k in extra or {}}
+        os.environ.update(extra or {})  # the runner's ansible-playbook inherits it
+        try:
+            results = executor.run_playbook("batch.yml", PLAYBOOK, payload, "bench")
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
         if results.failure or not results.get("gets"):
             sys.exit("controller run failed: %s" % (results.failure or results))
 
@@ -199,15 +219,17 @@ def main() -> None:
         cases = (
             ("import", command([sys.executable, "-c", "import ansible"])),
             ("empty-play", command([playbook, empty])),
+            ("info-play (AnsiballZ)", command([playbook, info], PACKAGED)),
             ("info-play", command([playbook, info])),
+            ("controller-run (AnsiballZ)", controller_run(work, providers_file, PACKAGED)),
             ("controller-run", controller_run(work, providers_file)),
         )
         print("%d runs each (median), %s, %d CPUs" % (args.repeat, os.uname().machine, os.cpu_count()))
-        print("%-16s %10s %10s %12s" % ("case", "CPU s", "wall s", "CPU / empty"))
+        print("%-28s %10s %10s %12s" % ("case", "CPU s", "wall s", "CPU / empty"))
         figures = {}
         for name, run in cases:
             figures[name] = measure(run, args.repeat)
-            print("%-16s %10.2f %10.2f" % ((name,) + figures[name]), end="")
+            print("%-28s %10.2f %10.2f" % ((name,) + figures[name]), end="")
             if "empty-play" in figures:
                 print(" %11.2fx" % (figures[name][0] / figures["empty-play"][0]))
             else:

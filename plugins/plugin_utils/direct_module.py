@@ -1,0 +1,151 @@
+# Copyright: egress-proxies contributors
+# Apache License 2.0 (see LICENSE)
+"""Run this collection's modules on a local connection from the installed collection, not a zip.
+
+Why: every module task normally pays for AnsiballZ. The task's worker walks every module_util the
+module reaches (``recursive_finder`` parses each with ``ast``), zips them, and the module's new
+interpreter unpacks that zip and compiles every file from it, since nothing imported from a zip
+keeps its bytecode. For our modules that was about 0.5 CPU-seconds of each run, more than the
+module's own work and more than an empty play (docs/performance.md, "The fixed cost of one
+ansible run"). The controller pays it on every batch, the test suite on every playbook.
+
+On a local connection the collection is already on this host's disk, so the module runs from it:
+the same interpreter (``ansible_python_interpreter``), started by the same connection with the
+task's ``environment`` string, arguments on stdin as with pipelining, through ansible-core's own
+module loader (``_loader.run_module``, which the AnsiballZ wrapper calls too), and the answer
+parsed by ``_parse_returned_data`` as any module's. The module is still its own process (its
+command line names it), so killing it, ``no_log``, check and diff mode, warnings and failures
+behave as before.
+
+Anything else takes ansible-core's path unchanged: another connection, become, async, an
+interpreter other than this one, an ``rlimit_nofile`` setting, an ansible-core without that
+loader, or ``EGRESS_PROXIES_DIRECT_MODULES=false`` in the controller's environment.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+
+from ansible import constants
+from ansible.module_utils.common.json import Direction, get_module_encoder
+from ansible.plugins.action import ActionBase
+from ansible.utils.vars import merge_hash
+from ansible.vars.clean import remove_internal_keys
+
+SWITCH = "EGRESS_PROXIES_DIRECT_MODULES"
+COLLECTION = ("ansible_collections", "crawl", "egress_proxies")
+LOADER = "ansible.module_utils._internal._ansiballz._loader"
+PROFILE = "legacy"  # what module_common gives a module without METADATA (ours have none)
+
+# The module process's program: the collections root first on sys.path (the current directory
+# never, as the AnsiballZ wrapper strips it), the arguments from stdin, then ansible-core's loader.
+LAUNCH = (
+    "import sys;root,fqn,profile=sys.argv[1:4];"
+    "sys.path[:]=[root]+[p for p in sys.path if p.strip(chr(46))];"
+    "from ansible.module_utils._internal._ansiballz import _loader;"
+    "_loader.run_module(json_params=sys.stdin.buffer.read(),profile=profile,"
+    "module_fqn=fqn,modlib_path=root,extensions={})"
+)
+
+
+def collections_root() -> str | None:
+    """The directory holding ``ansible_collections/crawl/egress_proxies`` as Ansible found it."""
+    package = sys.modules.get(".".join(COLLECTION))
+    for path in getattr(package, "__path__", None) or ():
+        parts = os.path.normpath(path).split(os.sep)
+        if tuple(parts[-3:]) == COLLECTION:
+            return os.sep.join(parts[:-3]) or os.sep
+    return None
+
+
+def switched_on() -> bool:
+    """``EGRESS_PROXIES_DIRECT_MODULES`` unset or true: run directly where that is the same."""
+    return os.environ.get(SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
+
+
+class DirectModuleAction(ActionBase):
+    """The action of each of this collection's modules (``ansible.builtin.normal``'s contract)."""
+
+    _supports_check_mode = True
+    _supports_async = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        del tmp
+        wrap_async = self._task.async_val and not self._connection.has_native_async
+        result = merge_hash(result, self._execute_module(task_vars=task_vars, wrap_async=wrap_async))
+        if not wrap_async:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        return result
+
+    def _execute_module(
+        self,
+        module_name=None,
+        module_args=None,
+        tmp=None,
+        task_vars=None,
+        persist_files=False,
+        delete_remote_tmp=None,
+        wrap_async=False,
+        ignore_unknown_opts: bool = False,
+    ):
+        task_vars = task_vars if task_vars is not None else {}
+        interpreter = self._direct_interpreter(task_vars, wrap_async)
+        root = collections_root()
+        if (
+            interpreter is None
+            or root is None
+            or tmp is not None
+            or persist_files
+            or delete_remote_tmp is not None
+        ):
+            return super()._execute_module(
+                module_name,
+                module_args,
+                tmp,
+                task_vars,
+                persist_files,
+                delete_remote_tmp,
+                wrap_async,
+                ignore_unknown_opts=ignore_unknown_opts,
+            )
+        module_name = module_name or self._task.action
+        module_args = self._task.args if module_args is None else module_args
+        self._update_module_args(module_name, module_args, task_vars, ignore_unknown_opts=ignore_unknown_opts)
+        fqn = ".".join((*COLLECTION, "plugins", "modules", module_name.rsplit(".", 1)[-1]))
+        command = self._connection._shell.join([interpreter, "-c", LAUNCH, root, fqn, PROFILE])
+        environment = self._compute_environment_string().strip()
+        if environment:
+            command = environment + " " + command
+        res = self._low_level_execute_command(command, sudoable=False, in_data=self._encoded(module_args))
+        data = self._parse_returned_data(res, PROFILE)
+        data.pop("_ansible_suppress_tmpdir_delete", None)
+        remove_internal_keys(data)
+        return data
+
+    def _direct_interpreter(self, task_vars: dict, wrap_async) -> str | None:
+        """This interpreter's path when the module may run directly here, else None."""
+        if not switched_on() or wrap_async or self._task.async_val:
+            return None
+        if getattr(self._connection, "transport", None) != "local" or self._play_context.become:
+            return None
+        if constants.config.get_config_value("PYTHON_MODULE_RLIMIT_NOFILE", variables=task_vars):
+            return None
+        if importlib.util.find_spec(LOADER) is None:
+            return None
+        wanted = task_vars.get("ansible_python_interpreter")
+        if not wanted:
+            return None  # interpreter discovery would choose: leave it to ansible-core
+        wanted = self._templar.template(wanted)
+        if not isinstance(wanted, str) or os.path.abspath(wanted) != os.path.abspath(sys.executable):
+            return None
+        return sys.executable
+
+    @staticmethod
+    def _encoded(module_args: dict) -> bytes:
+        """The arguments as the module's loader reads them (module_common's encoding)."""
+        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
+        return json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=encoder).encode()
