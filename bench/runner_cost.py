@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "controller"))
@@ -129,16 +130,8 @@ def controller_run(work: str, providers_file: str, extra: dict | None = None):
     }
 
     def run():
-        saved = {k: os.environ.get(k) for k in extra or {}}
-        os.environ.update(extra or {})  # the runner's ansible-playbook inherits it
-        try:
+        with mock.patch.dict(os.environ, extra or {}):  # the runner's ansible-playbook inherits it
             results = executor.run_playbook("batch.yml", PLAYBOOK, payload, "bench")
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         if results.failure or not results.get("gets"):
             sys.exit("controller run failed: %s" % (results.failure or results))
 

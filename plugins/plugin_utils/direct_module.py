@@ -31,8 +31,7 @@ import sys
 
 from ansible import constants
 from ansible.module_utils.common.json import Direction, get_module_encoder
-from ansible.plugins.action import ActionBase
-from ansible.utils.vars import merge_hash
+from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.vars.clean import remove_internal_keys
 
 SWITCH = "EGRESS_PROXIES_DIRECT_MODULES"
@@ -66,20 +65,9 @@ def switched_on() -> bool:
     return os.environ.get(SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
 
 
-class DirectModuleAction(ActionBase):
-    """The action of each of this collection's modules (``ansible.builtin.normal``'s contract)."""
-
-    _supports_check_mode = True
-    _supports_async = True
-
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        wrap_async = self._task.async_val and not self._connection.has_native_async
-        result = merge_hash(result, self._execute_module(task_vars=task_vars, wrap_async=wrap_async))
-        if not wrap_async:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
-        return result
+class DirectModuleAction(NormalAction):
+    """The action of each of this collection's modules: ``ansible.builtin.normal`` (its ``run``,
+    check mode and async support) with the module started directly where that is the same."""
 
     def _execute_module(
         self,
