@@ -21,7 +21,13 @@ PACKAGED = "Pipelining is enabled"  # ansible-core's path (the controller and ma
 
 def _providers(tmp_path) -> list:
     state = tmp_path / "state"
-    return [{"name": "direct", "type": "local", "local": {"stateDir": str(state), "addressRange": "127.91.7.0/29"}}]
+    return [
+        {
+            "name": "direct",
+            "type": "local",
+            "local": {"stateDir": str(state), "addressRange": "127.91.7.0/29"},
+        }
+    ]
 
 
 def _tasks(tmp_path) -> list:
