@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 
 import pytest
 from contract.local_backend import random_loopback_range
@@ -81,12 +80,12 @@ def test_issue_28_bad_inputs_are_refused_naming_the_field(tmp_path, local):
 def test_a_providers_file_that_is_a_fifo_is_refused_at_once(tmp_path):
     fifo = tmp_path / "providers.yaml"
     os.mkfifo(fifo)
-    started = time.monotonic()
     done = threading.Event()
 
     def unblock():
         """A module that opened the FIFO waits for a writer: give it one (and EOF) after 40 s,
-        so a run that hangs ends and leaves no process behind."""
+        so a run that hangs ends and leaves no process behind. Such a run then reads an empty
+        file, whose message is not the one asserted below: no clock is needed to tell."""
         if done.wait(40):
             return
         with contextlib.suppress(OSError):
@@ -101,8 +100,6 @@ def test_a_providers_file_that_is_a_fifo_is_refused_at_once(tmp_path):
     finally:
         done.set()
         writer.join()
-    elapsed = time.monotonic() - started
     why = _wrong(_result(run, "fifo"), "providers file is not a regular file (it is a FIFO)")
     assert not why, why
     assert str(fifo) in run["fifo"]["msg"]
-    assert elapsed < 60
