@@ -30,6 +30,8 @@ description:
     its share goes to the other targets; RV(degraded) and RV(targets) say so (the ProxyPool's
     C(SpreadDegraded) condition), a warning too, and the task succeeds when the pool has O(count)
     members. Any other failure, or a pool left short, fails the task after everything else ran.
+  - A member name is kept on one provider only; a copy of it on another target's provider (left by
+    two runs that raced, or made by hand) is deleted and that target gets a member under a free name.
   - Members that stay are converged as M(crawl.egress_proxies.proxy_instance) would (a Stopped one
     is started again, O(auth) rotated in place); their placement and port are not changed (a
     changed template applies to new members; replace old ones by scaling or with

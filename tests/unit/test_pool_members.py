@@ -115,3 +115,17 @@ def test_the_runner_caps_a_skipped_target_at_what_it_holds_not_only_running_or_f
     growth = pools.Growth(None, spec, listed, None, 1)
     growth.degraded = {"a": {"target": "a"}}
     assert growth.caps() == {"a": 2}
+
+
+def test_a_name_on_two_providers_is_kept_once_and_its_target_gets_a_free_name():
+    """Issue 28 §3: one name on two targets' providers (what two racing runs left, or a member
+    made by hand) was kept on both: the pool then held one name twice. The copy first in the
+    keep order stays (the Running one), the other goes."""
+    members = [
+        _member("a", 0),
+        _member("a", 5, state=contract.PROVISIONING),
+        _member("b", 5),
+    ]
+    kept, to_go = pool_members.choose(members, {"a": 2, "b": 1}, {"a": "a", "b": "b"})
+    assert sorted((m.target, m.name) for m in kept) == [("a", "web-0"), ("b", "web-5")]
+    assert [(m.target, m.name) for m in to_go] == [("a", "web-5")]
