@@ -63,6 +63,19 @@ def _rows(tmp_path) -> list:
             (PP, {"pool": "p", "count": 10000, "provider": "small", "providers": small}),
             "count: 10000 is more than the spread's providers can ever hold (14: small: addressRange",
         ),
+        (
+            "batch past the address range",
+            (
+                PI,
+                {
+                    "provider": "small",
+                    "providers": small,
+                    "instances": [{"uid": "u%d" % i} for i in range(15)],
+                },
+            ),
+            "instances: 15 items with state=present on provider small, more than it can ever hold "
+            "(14: addressRange",
+        ),
     ]
 
 
@@ -72,8 +85,8 @@ def test_issue_28_bad_inputs_are_refused_naming_the_field(tmp_path, local):
     run = run_playbook(tmp_path, tasks, module_defaults=local)
     wrong = {label: _wrong(_result(run, label), fragment) for label, _call, fragment in rows}
     _assert_none_wrong(wrong)
-    count_result = _result(run, "count past the address range")
-    assert len(str(count_result)) < 5000, "one bounded message, not one failure per member"
+    for label in ("count past the address range", "batch past the address range"):
+        assert len(str(_result(run, label))) < 5000, "one bounded message, not one failure per member"
     assert instance_dirs(tmp_path / "state") == [] and instance_dirs(tmp_path / "small") == []
 
 
