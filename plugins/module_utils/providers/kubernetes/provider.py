@@ -148,6 +148,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             ip=pod_ip if state == contract.RUNNING else "",
             created_at=timestamps.parse(meta.get("creationTimestamp")),
             installation=labels.get(names.LABEL_INSTALL, ""),
+            made_by=labels.get(names.LABEL_PROVIDER, ""),
         )
 
     def _model_instance(self, pod, deadline) -> contract.Instance:
