@@ -86,7 +86,9 @@ class Instance:
     """What ``get`` and ``list_by_tag`` read back from the backend (never from memory).
 
     ``created_at`` is ``None`` when the backend has no readable timestamp: GC treats that as
-    very old, which never shields an orphan forever. ``installation`` is the installation mark.
+    very old, which never shields an orphan forever. ``installation`` is the installation mark;
+    ``made_by`` the mark of the configured provider that made it (``""``: made before providers
+    were recorded), so no other provider on a shared backend adopts or deletes it.
     """
 
     id: str
@@ -96,6 +98,7 @@ class Instance:
     ip: str = ""
     created_at: datetime.datetime | None = None
     installation: str = ""
+    made_by: str = dataclasses.field(default="", compare=False)
 
     def __post_init__(self):
         if self.state not in STATES:

@@ -96,9 +96,36 @@ def items_from_params(params: dict, config, isolate: bool = False, raw=None, res
         problems_of[index].append(problem)
         items[index] = _invalid_from(items[index], problem)
     all_problems = [p for index in sorted(problems_of) for p in problems_of[index]]
+    if not all_problems and not isolate and resolve is not None:
+        all_problems = _room(items, resolve)
     if all_problems and not isolate:
         raise UsageError("; ".join(all_problems))
     return items
+
+
+def _room(items: list, resolve) -> list:
+    """More present items on one backend than it can ever hold (each is its own instance: the
+    local provider gives each an address of its range) are refused before anything is created:
+    thousands of creates failing alike, each with its own result, help no one (issue 28 §7).
+    Providers on one backend (two local providers on one stateDir) share its room. Not in the
+    controller's isolated mode, whose items are independent Proxies that each fail alone."""
+    wanted = {}
+    for item in items:
+        if item.state != STATE_PRESENT:
+            continue
+        provider = resolve(item.provider)
+        room = provider.capacity()
+        if room is None:
+            continue
+        entry = wanted.setdefault(provider.backend_key(), [room, set(), 0])
+        entry[1].add(item.provider)
+        entry[2] += 1
+    return [
+        "instances: %d items with state=present on provider %s, more than it can ever hold (%d: %s)"
+        % (count, ", ".join(sorted(providers)), room[0], room[1])
+        for room, providers, count in wanted.values()
+        if count > room[0]
+    ]
 
 
 def _as_dict(value) -> dict:

@@ -118,7 +118,9 @@ class Converger:
                 if stray:
                     return failure(item, errors.permanent("create", provider.name, item.id, stray), item.id)
         if existing is not None:
-            refusal = ownership.adoption_refusal(existing, item.uid, self.pm.config.installation)
+            refusal = ownership.adoption_refusal(
+                existing, item.uid, self.pm.config.installation, item.provider
+            )
             if refusal:  # adopt only our own instance, never an unmarked one
                 return failure(
                     item, errors.permanent("create", provider.name, provider_id, refusal), provider_id
@@ -187,7 +189,9 @@ class Converger:
             # Permanent (e.g. its host left the config) or an async quota failure the provider
             # still reports: delete anyway, which may well succeed.
         if before is not None:
-            refusal = ownership.refusal(before, item.uid, self.pm.config.installation, item.force)
+            refusal = ownership.refusal(
+                before, item.uid, self.pm.config.installation, item.force, item.provider
+            )
             if refusal:
                 return failure(
                     item, errors.permanent("delete", provider.name, provider_id, refusal), provider_id

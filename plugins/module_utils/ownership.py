@@ -14,7 +14,20 @@ from __future__ import annotations
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
 
 
-def refusal(instance, uid: str, installation: str, force: bool) -> str:
+def _other_provider(instance, provider: str) -> str:
+    """Why ``instance`` is another configured provider's (two on one project, namespace, host
+    or stateDir: issue 28 §2), or ``""``; one made before providers were recorded is anyone's."""
+    made_by = getattr(instance, "made_by", "")
+    if provider and made_by and made_by != provider:
+        return "instance %s belongs to provider %s, not %s (they share a backend)" % (
+            instance.name,
+            excerpt(made_by),
+            provider,
+        )
+    return ""
+
+
+def refusal(instance, uid: str, installation: str, force: bool, provider: str = "") -> str:
     """Why ``instance`` must not be deleted by this request, or ``""`` when it may be."""
     if not instance.uid or not instance.installation:
         return (
@@ -27,6 +40,9 @@ def refusal(instance, uid: str, installation: str, force: bool) -> str:
             excerpt(instance.installation),
             installation,
         )
+    other = _other_provider(instance, provider)
+    if other:
+        return "%s; delete it through that provider" % other
     if uid and instance.uid != uid and not force:
         return "instance %s belongs to uid %s, not %s; set force: true to delete it anyway" % (
             instance.name,
@@ -36,8 +52,11 @@ def refusal(instance, uid: str, installation: str, force: bool) -> str:
     return ""
 
 
-def adoption_refusal(instance, uid: str, installation: str) -> str:
+def adoption_refusal(instance, uid: str, installation: str, provider: str = "") -> str:
     """Why ``state: present`` must not adopt ``instance`` for ``uid``, or ``""``."""
+    other = _other_provider(instance, provider)
+    if other:
+        return other
     if instance.installation and instance.installation != installation:
         return "instance %s belongs to installation %s, not %s" % (
             instance.name,

@@ -125,11 +125,22 @@ def choose(members: list, desired: dict, providers: dict) -> tuple:
     """``(kept, to_go)``: per target at most ``desired[target]`` members (on that target's
     provider, ``providers[target]``), chosen by the keep order; every other member goes, in
     delete order. A member of a target not in ``desired`` or on another provider goes, unless it
-    is a kept member's instance seen through another provider of the same backend."""
-    kept = []
-    for target, count in desired.items():
-        mine = [m for m in members if m.target == target and m.provider == providers[target]]
-        kept.extend(sorted(mine, key=_keep_order)[:count])
+    is a kept member's instance seen through another provider of the same backend.
+
+    A name is kept once: when one name is on two backends (two runs that raced before pools
+    took locks, or a member made by hand), the copy first in the keep order stays and the other
+    goes, so its target gets a member under a free name instead (issue 28 §3)."""
+    candidates = sorted(
+        (m for m in members if m.target in desired and m.provider == providers[m.target]),
+        key=lambda m: (_keep_order(m), m.target),
+    )
+    kept, held, names = [], {}, set()
+    for member in candidates:
+        if held.get(member.target, 0) >= desired[member.target] or member.name in names:
+            continue
+        kept.append(member)
+        held[member.target] = held.get(member.target, 0) + 1
+        names.add(member.name)
     kept_ids = {m.identity for m in kept}
     to_go = delete_order([m for m in members if m.identity not in kept_ids])
     return kept, to_go

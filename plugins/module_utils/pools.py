@@ -7,7 +7,8 @@ the run before anything changes, since a pool cannot be counted from a partial v
 ``count`` over the targets (``pool_split``); create what each target lacks in the smallest free
 slots; when a target's create fails Permanent or Quota, skip that target (it keeps every member
 it has that has not failed: Running, or on its way like those made in this run) and split
-again, so its share goes to the others; then converge the members that stay
+again, so its share goes to the others (a target whose provider knows what it can ever hold,
+``Provider.capacity``, is capped there from the start); then converge the members that stay
 (``proxy_instance``'s present: a Stopped one is restarted, credentials rotated) and delete the
 extras, Terminated first, then newest not-Running, then the oldest (``pool_members``). Every
 create, check and delete is ``proxy_instance``'s own
@@ -83,13 +84,45 @@ class Growth:
         self.tried = {m.slot for m in members}
         self.fresh = set()  # names made in this run
         self.created, self.failures, self.degraded = [], [], {}
+        # target -> (most its provider can ever hold, why), where known without a call
+        # (Provider.capacity): a share past it is cut up front, never tried and failed member
+        # by member (issue 28 §7: thousands of identical failures in one result).
+        self.rooms = {}
+        for target in spec.targets:
+            room = pm.provider(target.provider).capacity()
+            if room is not None:
+                self.rooms[target.name] = room
 
     def caps(self) -> dict:
-        """Skipped target -> what it holds (``pool_members.holds``): its share shrinks to that."""
-        return {t: pool_members.holds(self.members, t, self.providers[t]) for t in self.degraded}
+        """Target -> the most it may have: a skipped target what it holds
+        (``pool_members.holds``), a target whose provider has a known capacity no more than that."""
+        caps = {t: room[0] for t, room in self.rooms.items()}
+        for t in self.degraded:
+            held = pool_members.holds(self.members, t, self.providers[t])
+            caps[t] = min(caps.get(t, held), held)
+        return caps
 
     def desired(self) -> dict:
         return pool_split.split(self.spec.count, list(self.spec.targets), self.caps())
+
+    def limited(self, desired: dict) -> dict:
+        """Targets (not skipped) whose share was cut to their provider's capacity, reported as
+        a skipped target is (``degraded``, a warning): the rest of their share went elsewhere."""
+        held = {t: pool_members.holds(self.members, t, self.providers[t]) for t in self.degraded}
+        uncut = pool_split.split(self.spec.count, list(self.spec.targets), held)
+        out = {}
+        for target in self.spec.targets:
+            room = self.rooms.get(target.name)
+            if room is None or target.name in self.degraded or desired[target.name] >= uncut[target.name]:
+                continue
+            out[target.name] = {
+                "target": target.name,
+                "provider": target.provider,
+                "error_class": errors.QUOTA_EXCEEDED,
+                "msg": "a share of %d is more than provider %s can ever hold (%s); it holds at most %d"
+                % (uncut[target.name], target.provider, room[1], room[0]),
+            }
+        return out
 
     def run(self) -> dict:
         """Create until every target has its share or no new target is skipped; the split."""
@@ -190,7 +223,7 @@ def _run(pm, spec, timeout: float) -> dict:
     by_key.update({_key(r): r for r in synced if not r.get("failed")})
     create_failures = growth.failures if growth else []
     other_failures = [r for r in synced + removed if r.get("failed")]
-    degraded = growth.degraded if growth else {}
+    degraded = dict(growth.limited(desired), **growth.degraded) if growth else {}
     members = [_member_dict(m, by_key.get((m.provider, m.name))) for m in sorted(kept, key=lambda m: m.slot)]
     out = {
         "changed": bool(fresh) or any(r.get("changed") for r in synced + removed),

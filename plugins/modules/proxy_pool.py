@@ -30,6 +30,11 @@ description:
     its share goes to the other targets; RV(degraded) and RV(targets) say so (the ProxyPool's
     C(SpreadDegraded) condition), a warning too, and the task succeeds when the pool has O(count)
     members. Any other failure, or a pool left short, fails the task after everything else ran.
+  - A target's share past what its provider can ever hold (a local provider's C(addressRange)) is
+    cut to that before anything is created and reported as a skip is; its rest goes to the other
+    targets.
+  - A member name is kept on one provider only; a copy of it on another target's provider (left by
+    two runs that raced, or made by hand) is deleted and that target gets a member under a free name.
   - Members that stay are converged as M(crawl.egress_proxies.proxy_instance) would (a Stopped one
     is started again, O(auth) rotated in place); their placement and port are not changed (a
     changed template applies to new members; replace old ones by scaling or with
@@ -295,7 +300,9 @@ targets:
       type: int
       sample: 4
     degraded:
-      description: Whether the target was skipped in this run because a create failed permanent or quota_exceeded.
+      description:
+        - Whether the target was skipped in this run because a create failed permanent or quota_exceeded,
+          or its share was cut to what its provider can ever hold.
       type: bool
       sample: false
     reason:
@@ -303,7 +310,9 @@ targets:
       type: str
       sample: ""
 degraded:
-  description: The targets skipped in this run (the ProxyPool's C(SpreadDegraded)), each with the create failure that skipped it.
+  description:
+    - The targets skipped in this run (the ProxyPool's C(SpreadDegraded)), each with the create failure
+      that skipped it (or why its share was cut to its provider's capacity).
   returned: always
   type: list
   elements: dict

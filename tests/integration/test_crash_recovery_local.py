@@ -93,10 +93,14 @@ def test_gc_collects_a_squid_whose_record_was_lost(tmp_path, local):
 
 @pytest.fixture
 def tiny_state(tmp_path):
-    """A 4 MiB tmpfs as the stateDir (set up before ``local``, unmounted after its teardown)."""
+    """A 4 MiB tmpfs as the stateDir (set up before ``local``, unmounted after its teardown),
+    with 1024 inodes: the default (half the RAM's pages, millions) made ``_fill`` create
+    millions of empty files, 300 s of the test's time."""
     state = tmp_path / "state"
     state.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", str(state)], check=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=1024,mode=0755", "tmpfs", str(state)], check=True
+    )
     try:
         yield state
     finally:

@@ -198,10 +198,10 @@ def test_a_pool_converges_scales_and_goes_without_touching_others(tmp_path, two_
 
 
 def test_a_target_out_of_addresses_gives_its_share_to_the_other(tmp_path, two_locals):
-    """Provider ``b`` has two addresses (a /30): of its share of 3 (weights 1:1) the third create
-    fails quota_exceeded, so ``b`` is skipped with the two members it made and ``a`` takes the
-    rest; the task succeeds, says so, and a re-run changes nothing. The template's credentials
-    never reach the output."""
+    """Provider ``b`` has two addresses (a /30): its share of 3 (weights 1:1) is cut to those two
+    before any create (issue 28 §7: a third create used to be tried and fail quota_exceeded), so
+    ``b`` is reported skipped with its two members and ``a`` takes the rest; the task succeeds,
+    says so, and a re-run changes nothing. The template's credentials never reach the output."""
     two_locals["providers"][1]["local"]["addressRange"] = random_loopback_range().replace(".0/24", ".0/30")
     secret = "pw-%s" % uuid.uuid4().hex
     spread = [{"provider": "a"}, {"provider": "b"}]
@@ -213,7 +213,9 @@ def test_a_target_out_of_addresses_gives_its_share_to_the_other(tmp_path, two_lo
     first = run["converge"]
     assert _split(first) == {"a": 4, "b": 2}
     assert [(d["target"], d["error_class"]) for d in first["degraded"]] == [("b", "quota_exceeded")]
-    assert "exhausted" in first["degraded"][0]["msg"]
+    assert "a share of 3 is more than provider b can ever hold" in first["degraded"][0]["msg"]
+    assert "it holds at most 2" in first["degraded"][0]["msg"]
+    assert first["failures"] == [], "no create was tried past the range"
     by_target = {t["name"]: t for t in first["targets"]}
     assert by_target["b"]["degraded"] is True and by_target["b"]["desired"] == 2
     assert by_target["a"]["degraded"] is False and by_target["a"]["desired"] == 4

@@ -212,7 +212,8 @@ def test_two_concurrent_runs_on_one_pool_end_with_count_members(tmp_path, apart)
 def test_members_are_keyed_by_provider_and_name(tmp_path, apart):
     """Issue 28 §3: with one name on two providers (what the race left), ``members`` used to
     list one of them twice (the same uid under both) and omit the other; each member is now
-    reported from its own result."""
+    reported from its own result. And the run leaves the name on one provider only: the other
+    copy goes and its target gets a member under a free name (both copies were kept before)."""
     forward = [{"provider": "la", "weight": 2}, {"provider": "lb", "weight": 1}]
     made = run_playbook(
         tmp_path,
@@ -229,3 +230,7 @@ def test_members_are_keyed_by_provider_and_name(tmp_path, apart):
     assert len(keys) == len(set(keys)) == 6, keys
     for member in result["members"]:
         assert member["uid"] == "pool_p3_%s_%d" % (member["provider"], member["slot"]), member
+    assert len({m["name"] for m in result["members"]}) == 6, keys
+    assert "p3-5" in result["deleted"], result
+    on_a, on_b = instance_dirs(tmp_path / "la"), instance_dirs(tmp_path / "lb")
+    assert not set(on_a) & set(on_b) and len(on_a) + len(on_b) == 6, (on_a, on_b)

@@ -3,6 +3,7 @@ call, and a kubeconfig that cannot be read (Permanent, with the configured provi
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
@@ -174,3 +175,37 @@ def test_a_200_that_is_not_the_object_asked_for_is_transient_never_an_instance(t
         assert [method for method, _path in server.requests] == ["GET", "GET", "POST"]
     finally:
         server.close()
+
+
+def _pod_answer(name: str, namespace: str) -> bytes:
+    meta = {"labels": {"proxy-operator-managed": "true", "proxy-operator-installation": "default"}}
+    meta.update({k: v for k, v in (("name", name), ("namespace", namespace)) if v})
+    return json.dumps({"kind": "Pod", "metadata": meta, "status": {"phase": "Running"}}).encode()
+
+
+def test_a_pod_answer_about_another_pod_is_transient_and_deletes_nothing(tmp_path):
+    """Issue 28 §5 on the kubernetes provider: a 200 Pod whose name or namespace is not the one
+    asked for (or has none) was read as the instance asked for, and delete went on to send a
+    DELETE after checking that other Pod's marks. Now it is Transient, and nothing is deleted."""
+    calls = (
+        lambda q: q.get("crawl/proxy-a", Deadline(5)),
+        lambda q: q.delete("crawl/proxy-a", Deadline(5)),
+        lambda q: q.create(contract.CreateRequest(name="proxy-a", uid="u", namespace="crawl"), Deadline(5)),
+    )
+    for body in (
+        _pod_answer("proxy-other", "crawl"),
+        _pod_answer("proxy-a", "elsewhere"),
+        _pod_answer("", ""),
+    ):
+        server = NotFoundServer(body, "application/json", status=200)
+        path = str(tmp_path / "kubeconfig")
+        write_kubeconfig(path, server.endpoint)
+        p = provider(tmp_path, kubeconfig=path)
+        try:
+            for call in calls:
+                err = raised(functools.partial(call, p))
+                assert err.error_class == errors.TRANSIENT, err
+                assert "where crawl/proxy-a was asked for" in str(err), err
+            assert [method for method, _path in server.requests] == ["GET", "GET", "POST"], body
+        finally:
+            server.close()

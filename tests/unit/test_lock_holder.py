@@ -8,12 +8,14 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, pool_members
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import Store
+from unit.libvirt_support import make
 
 HOLD = """
 import sys, time
@@ -55,6 +57,40 @@ def test_a_lock_file_written_by_an_old_holder_is_still_taken(tmp_path):
         pytest.raises(BlockingIOError),
     ):
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_libvirt_lock_timeout_names_the_lock_and_the_operation_holding_it(image_server):
+    """The libvirt provider's in-process locks (one per instance, one per host's base image)
+    said only "wait for <key> ran past its deadline"; now also what holds it."""
+    provider, _dialer, _hosts = make(image_server)
+    key = "hosts/h1/domains/proxy-a"
+    entered, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with provider.locked(key, Deadline(10), "create of %s" % key):
+                entered.set()
+                release.wait(10)
+        finally:
+            entered.set()  # also when taking it failed: the test then fails at once, not in 10 s
+
+    holder = threading.Thread(target=hold, name="proxy_7")
+    holder.start()
+    try:
+        assert entered.wait(10)
+        with (
+            pytest.raises(DeadlineExceeded) as caught,
+            provider.locked(key, Deadline(0.1), "delete of %s" % key),
+        ):
+            pass
+    finally:
+        release.set()
+        holder.join()
+    message = str(caught.value)
+    assert message.startswith("lock %s: wait for %s ran past its deadline" % (key, key)), message
+    assert "held in this process by create of %s (thread proxy_7, since " % key in message, message
+    with provider.locked(key, Deadline(1), "delete of %s" % key):  # let go: taken at once
+        pass
 
 
 def _member(provider: str, target: str, slot: int, backend: str) -> pool_members.Member:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import types
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, pool_members
 
@@ -106,12 +107,59 @@ def test_a_skipped_target_holds_every_member_that_has_not_failed():
 
 
 def test_the_runner_caps_a_skipped_target_at_what_it_holds_not_only_running_or_fresh():
-    import types
-
     from ansible_collections.crawl.egress_proxies.plugins.module_utils import pools
 
     spec = types.SimpleNamespace(targets=[types.SimpleNamespace(name="a", provider="a")])
     listed = [_member("a", 0), _member("a", 1, contract.PROVISIONING)]
-    growth = pools.Growth(None, spec, listed, None, 1)
+    growth = pools.Growth(_Rooms({}), spec, listed, None, 1)
     growth.degraded = {"a": {"target": "a"}}
     assert growth.caps() == {"a": 2}
+
+
+class _Rooms:
+    """A ``ProxyModule`` stand-in whose providers know their capacity (or not: ``None``)."""
+
+    def __init__(self, rooms: dict):
+        self.rooms = rooms
+
+    def provider(self, name):
+        room = self.rooms.get(name)
+        return types.SimpleNamespace(capacity=lambda: None if room is None else (room, "room for %d" % room))
+
+
+def test_a_share_past_a_providers_capacity_is_cut_up_front_and_reported():
+    """Issue 28 §7: with a /28 local target beside one without a known bound, a pool of 1000
+    gave the /28 half and tried (and failed) 486 creates, one failure each in the result. Its
+    share is now cut to what it can ever hold, the rest goes to the other target, and the cut is
+    reported as a skip is."""
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_params, pools
+
+    spec = types.SimpleNamespace(
+        count=1000,
+        targets=[pool_params.Target("small", "small", None, 1), pool_params.Target("big", "big", None, 1)],
+    )
+    growth = pools.Growth(_Rooms({"small": 14}), spec, [], None, 1)
+    desired = growth.desired()
+    assert desired == {"small": 14, "big": 986}
+    limited = growth.limited(desired)
+    assert list(limited) == ["small"]
+    assert limited["small"]["msg"] == (
+        "a share of 500 is more than provider small can ever hold (room for 14); it holds at most 14"
+    )
+    roomy = pools.Growth(_Rooms({"small": 600}), spec, [], None, 1)
+    assert roomy.desired() == {"small": 500, "big": 500}
+    assert roomy.limited(roomy.desired()) == {}
+
+
+def test_a_name_on_two_providers_is_kept_once_and_its_target_gets_a_free_name():
+    """Issue 28 §3: one name on two targets' providers (what two racing runs left, or a member
+    made by hand) was kept on both: the pool then held one name twice. The copy first in the
+    keep order stays (the Running one), the other goes."""
+    members = [
+        _member("a", 0),
+        _member("a", 5, state=contract.PROVISIONING),
+        _member("b", 5),
+    ]
+    kept, to_go = pool_members.choose(members, {"a": 2, "b": 1}, {"a": "a", "b": "b"})
+    assert sorted((m.target, m.name) for m in kept) == [("a", "web-0"), ("b", "web-5")]
+    assert [(m.target, m.name) for m in to_go] == [("a", "web-5")]

@@ -10,9 +10,16 @@ import json
 from fakes.libvirt_fake import FakeDialer, FakeHost
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+    contract,
+    instances,
+    names,
+    ownership,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_items import Item
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.instance import to_instance
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.provider import (
@@ -92,6 +99,91 @@ def test_libvirt_providers_on_one_host_each_list_only_their_own(image_server):
     assert marks.provider == "hv-kvm2"
     assert [i.id for i in first.list_by_tag(Deadline(10))] == [mine]
     assert [i.id for i in second.list_by_tag(Deadline(10))] == [theirs]
+    assert second.get(mine, Deadline(10)).made_by == "hv-kvm2"  # read back: what ownership checks
     del hosts["h1"].domains[libvirt_request("b").name]  # b's volumes are left without a domain
     assert [i.id for i in first.list_by_tag(Deadline(10))] == [mine]
     assert [i.id for i in second.list_by_tag(Deadline(10))] == [theirs]
+
+
+def test_gcp_and_kubernetes_read_back_the_provider_that_made_an_instance(tmp_path):
+    other = instance(name="proxy-other", labels=labels.marks("u3", "prod", "gcp-other"))
+    legacy = instance(name="proxy-legacy", labels=labels.marks("u2", "prod"))
+    assert to_instance(other, "us-central1-a", "external").made_by == "gcp-other"
+    assert to_instance(legacy, "us-central1-a", "external").made_by == ""
+    assert kube_provider(tmp_path).inner._instance(_pod("other", "k8s-other")).made_by == "k8s-other"
+
+
+class _Backend:
+    """One provider on a shared backend whose ``get`` answers with an instance made by
+    ``made_by`` (another provider of the same project, namespace, host or stateDir)."""
+
+    def __init__(self, made_by: str):
+        self.found = contract.Instance(
+            id="zones/z/instances/proxy-a",
+            name="proxy-a",
+            uid="u1",
+            state=contract.RUNNING,
+            ip="10.0.0.2",
+            installation="prod",
+            made_by=made_by,
+        )
+        self.calls = []
+        self.name, self.supports_auth = "g2", False
+
+    def id_for(self, name, placement, namespace=""):
+        return "zones/z/instances/" + name
+
+    def get(self, provider_id, deadline):
+        self.calls.append("get")
+        return self.found
+
+    def fixed_fields(self, provider_id, deadline):
+        return {}
+
+    def delete(self, provider_id, deadline):
+        self.calls.append("delete")
+
+
+def _item(state: str) -> Item:
+    return Item(
+        index=0,
+        where="",
+        provider="g2",
+        uid="u1",
+        name="proxy-a",
+        id="",
+        namespace="",
+        proxy_name="",
+        placement=contract.Placement(),
+        cloud_init="",
+        port=3128,
+        state=state,
+        wait=False,
+        wait_timeout=60.0,
+    )
+
+
+def test_another_providers_instance_is_neither_adopted_nor_deleted():
+    """Issue 28 §2: with two providers on one backend, an instance belongs to the one that made
+    it. Local refused the other's in its own calls; on gcp, kubernetes and libvirt ``present``
+    through the second provider adopted it (same uid) and ``absent`` deleted it. Now both are
+    refused, naming the owner; an instance made before providers were recorded is anyone's."""
+    import types
+
+    for made_by, refused in (("g1", True), ("g2", False), ("", False)):
+        backend = _Backend(made_by)
+        pm = types.SimpleNamespace(
+            provider=lambda _name, b=backend: b,
+            config=types.SimpleNamespace(installation="prod"),
+            check_mode=False,
+        )
+        converger = instances.Converger(pm, 5.0)
+        present, absent = converger.converge(_item("present")), converger.converge(_item("absent"))
+        assert present["failed"] is refused and absent["failed"] is refused, (made_by, present, absent)
+        assert ("delete" in backend.calls) is not refused
+        if refused:
+            for result in (present, absent):
+                assert result["error_class"] == "permanent"
+                assert "belongs to provider 'g1', not g2 (they share a backend)" in result["msg"], result
+    instance_of_g1 = _Backend("g1").found
+    assert ownership.adoption_refusal(instance_of_g1, "u1", "prod") == ""  # no provider asked: as before

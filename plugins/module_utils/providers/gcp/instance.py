@@ -88,4 +88,5 @@ def to_instance(item: dict, zone: str, address_mode: str) -> contract.Instance:
         ip=ip if state == contract.RUNNING else "",
         created_at=timestamps.parse(item.get("creationTimestamp")),
         installation=(item.get("labels") or {}).get(names.LABEL_INSTALL, ""),
+        made_by=(item.get("labels") or {}).get(names.LABEL_PROVIDER, ""),
     )

@@ -37,6 +37,19 @@ def read(method, *args, kind: str, **kwargs) -> dict:
     return body
 
 
+def about(meta, kind: str, namespace: str, name: str) -> None:
+    """Raise ``MalformedAnswer`` unless ``meta`` (an answer's metadata, a dict or the client's
+    model) is about ``namespace/name``: a 200 for another object (a proxy in front of the API
+    server answering with the wrong Pod) is never this instance (issue 28 §5)."""
+    got = meta if isinstance(meta, dict) else {"name": meta.name, "namespace": meta.namespace}
+    got_name, got_namespace = got.get("name") or "", got.get("namespace") or ""
+    if (got_name, got_namespace) != (name, namespace):
+        raise MalformedAnswer(
+            "the API server answered about %s %s/%s where %s/%s was asked for"
+            % (kind, got_namespace or "(no namespace)", got_name or "(no name)", namespace, name)
+        )
+
+
 def section(body: dict, key: str) -> dict:
     """``body[key]`` when it is an object, else ``{}`` (absent or null in the answer)."""
     value = body.get(key)

@@ -148,6 +148,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             ip=pod_ip if state == contract.RUNNING else "",
             created_at=timestamps.parse(meta.get("creationTimestamp")),
             installation=labels.get(names.LABEL_INSTALL, ""),
+            made_by=labels.get(names.LABEL_PROVIDER, ""),
         )
 
     def _model_instance(self, pod, deadline) -> contract.Instance:
@@ -234,6 +235,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                     kind="Pod",
                     _request_timeout=self._timeout(deadline, "create"),
                 )
+                answers.about(answers.section(created, "metadata"), "Pod", namespace, req.name)
                 pod_uid = answers.section(created, "metadata").get("uid") or ""
                 if not pod_uid:
                     raise answers.MalformedAnswer("the API server's answer to the Pod's create has no uid")
@@ -244,6 +246,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 pod = core.read_namespaced_pod(
                     req.name, namespace, _request_timeout=self._timeout(deadline, "create")
                 )
+                answers.about(pod.metadata, "Pod", namespace, req.name)
                 owner_uid = (pod.metadata.labels or {}).get(names.LABEL_UID, "")
                 if owner_uid != req.uid:
                     raise errors.permanent(
@@ -309,6 +312,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 kind="Pod",
                 _request_timeout=self._timeout(deadline, "get"),
             )
+            answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
             return self._instance(pod)
         except Exception as exc:
             raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
@@ -328,6 +332,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 raise self._fail(
                     "sync_auth", provider_id, exc, proven=_proves_missing(exc, "pods", name)
                 ) from exc
+            answers.about(pod.metadata, "Pod", namespace, name)
             labels = pod.metadata.labels or {}
             if not names.is_managed(labels) or labels.get(names.LABEL_INSTALL) != self.installation:
                 raise authlib.refused(self.name, provider_id, "Pod %s is not ours (no marks)" % provider_id)

@@ -12,7 +12,7 @@ never deleted unchecked. The cost is one GET per object before its DELETE.
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import names, ownership
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import answers, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     proves_missing,
     status_of,
@@ -37,6 +37,7 @@ def _read(read, kind: str, namespace: str, name: str, timeout):
         if proves_missing(exc, kind, name):
             return None
         raise
+    answers.about(found.metadata, kind, namespace, name)  # another object's answer: not this one
     return found.metadata
 
 

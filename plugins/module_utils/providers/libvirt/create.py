@@ -185,7 +185,7 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
     # the overlay is made under the same lock, so a delete in this run cannot collect the base
     # in between.
     overlay = ids.overlay_volume(req.name, type_name)
-    with provider.locked(base_lock(p.host.name, p.image.volume), deadline):
+    with provider.locked(base_lock(p.host.name, p.image.volume), deadline, "create of %s" % req.name):
         cached = image.is_cached(conn, pool, p.image)
         if not cached:
             image.check_unused(conn, pool, p.image)

@@ -97,4 +97,5 @@ def instance(conn, host: str, name: str, marks, deadline) -> contract.Instance:
         ip=ip if phase == contract.RUNNING else "",
         created_at=marks.created_at if marks else None,
         installation=marks.installation if marks else "",
+        made_by=marks.provider if marks else "",
     )

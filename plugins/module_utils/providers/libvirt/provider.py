@@ -17,6 +17,7 @@ delivered in the NoCloud seed's user-data (create.py, cloud_init_auth) and fixed
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import posixpath
 import threading
@@ -65,6 +66,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         self._kvm_problems = {}  # host name -> why its KVM cannot run guests ("" = it can), per process
         self._locks = {}
         self._locks_guard = threading.Lock()
+        self._holders = {}  # lock key -> what holds it, for the message of a wait that runs out
         if block.insecure_ignore_host_key:
             log.warning(
                 "provider=%s insecureIgnoreHostKey is set: SSH host keys are not verified, a man in "
@@ -104,15 +106,28 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             return self._locks.setdefault(key, threading.Lock())
 
     @contextlib.contextmanager
-    def locked(self, key: str, deadline):
-        """An in-process lock per key (an instance, or a host's image), waited for within the deadline."""
+    def locked(self, key: str, deadline, op: str = ""):
+        """An in-process lock per key (an instance, or a host's image), waited for within the
+        deadline; a wait that runs out names the lock and what holds it (issue 28 §7)."""
         lock = self._lock(key)
         if not lock.acquire(timeout=deadline.budget(3600.0)):
-            deadline.check("wait for %s" % key)
-            raise DeadlineExceeded("timed out waiting for another operation on %s" % key)
+            held = "held in this process by %s" % (
+                self._holders.get(key) or "an operation that has since let go"
+            )
+            try:
+                deadline.check("wait for %s" % key)
+            except DeadlineExceeded as exc:
+                raise DeadlineExceeded("lock %s: %s (%s)" % (key, exc, held)) from None
+            raise DeadlineExceeded("lock %s: timed out waiting for another operation (%s)" % (key, held))
+        self._holders[key] = "%s (thread %s, since %s)" % (
+            op or "an operation",
+            threading.current_thread().name,
+            datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        )
         try:
             yield
         finally:
+            self._holders.pop(key, None)
             lock.release()
 
     def _split(self, op: str, provider_id: str) -> tuple:
@@ -175,7 +190,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         provider_id = ids.format_id(plan.host.name, req.name)
         log.debug("provider=%s op=create host=%s request=%s", self.name, plan.host.name, req.describe())
         try:
-            with self.locked(provider_id, deadline):
+            with self.locked(provider_id, deadline, "create of %s" % provider_id):
                 conn = self.hosts.get(plan.host, deadline)
                 try:
                     conn.domain_state(req.name)
@@ -239,7 +254,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             )
             return
         try:
-            with self.locked(provider_id, deadline):
+            with self.locked(provider_id, deadline, "delete of %s" % provider_id):
                 conn = self.hosts.get(host, deadline)
                 had_domain = remove.remove_domain(conn, host.pool, name, self.type_name, self.installation)
                 backing = bases.backing_of(conn, host.pool, ids.overlay_volume(name, self.type_name))
@@ -267,7 +282,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         if base in {image.resolve(self.config, key).volume for key in self.config.images}:
             return
         try:
-            with self.locked(create.base_lock(host.name, base), deadline):
+            with self.locked(create.base_lock(host.name, base), deadline, "collection of base %s" % base):
                 bases.collect(conn, host.pool, backing)
         except Exception as exc:
             log.warning(
