@@ -17,7 +17,8 @@ version_added: 0.1.0
 description:
   - Lists every managed instance of this installation on the configured providers (or on those
     named in O(providers)), one list call per provider, exactly as M(crawl.egress_proxies.proxy_info)
-    does, and makes each one a host named by its instance name (C(proxy-) and 16 characters).
+    does, and makes each one a host, named by its instance name (C(proxy-) and 16 characters)
+    unless O(hostnames) says otherwise.
   - Each host has C(ansible_host) set to its IP address (when it has one) and the host variable
     C(egress_proxies), a dictionary with C(id), C(name), C(uid), C(provider), C(type), C(state),
     C(ip), C(port), C(zone), C(created_at) and C(installation).
@@ -81,6 +82,27 @@ options:
         differ.
     type: int
     default: 3128
+  hostnames:
+    description:
+      - How each host is named, as an ordered list of preferences; the first entry that yields a
+        non-empty value names the host.
+      - An entry is a field of the instance, C(name) (the instance name), C(uid) (its owner's
+        uid), C(ip) (empty while it has no address) or C(id) (the provider id), or a Jinja2
+        template that sees the host variable C(egress_proxies), such as
+        C({{ egress_proxies.provider }}-{{ egress_proxies.uid }}). Anything else, an entry given
+        twice or an empty list fails the source, naming the entry (C(hostnames[1])).
+      - The instance name is always the last preference. When no entry yields a value, the host
+        is named by its instance name, with a warning.
+      - A name an earlier instance already holds (instances are taken provider by provider, in
+        name order) is skipped for the next preference, with a warning naming both instances;
+        an instance whose every preference is taken is left out, with a warning. With O(strict),
+        either fails the source instead. No instance ever replaces another's host.
+      - A template that fails (an undefined variable) yields nothing, with a warning; with
+        O(strict) it fails the source.
+    type: list
+    elements: str
+    default: [name]
+    version_added: 0.2.0
 seealso:
   - module: crawl.egress_proxies.proxy_info
   - module: crawl.egress_proxies.proxy_instance
@@ -102,6 +124,8 @@ cache_plugin: ansible.builtin.jsonfile
 cache_connection: /var/cache/ansible/egress-proxies
 cache_timeout: 600
 strict: true                 # a provider that cannot be listed fails the inventory
+hostnames:                   # hosts named by their owner's uid, else by their instance name
+  - uid
 compose:
   proxy_url: "'http://' ~ egress_proxies.ip ~ ':' ~ egress_proxies.port"
 groups:
@@ -117,8 +141,10 @@ keyed_groups:
 from ansible.errors import AnsibleParserError
 from ansible.inventory.group import to_safe_group_name
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
+from ansible.template import trust_as_template
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import MissingLibrary
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
@@ -161,6 +187,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         problems = [
             param_checks.seconds(self.get_option("timeout"), "timeout"),
             param_checks.port(self.get_option("port"), "port"),
+            proxy_hosts.hostnames_problem(self.get_option("hostnames")),
         ]
         problems = [p for p in problems if p]
         if problems:
@@ -212,17 +239,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._add_host(base, record, strict)
 
     def _add_host(self, base: str, record: dict, strict: bool) -> None:
-        name = record["name"]
-        known = self.inventory.get_host(name)
-        if known is not None and proxy_hosts.HOSTVAR in known.vars:
-            message = "instance %s is listed by providers %s and %s: the host is the first one's" % (
-                name,
-                known.vars[proxy_hosts.HOSTVAR]["provider"],
-                record["provider"],
-            )
-            if strict:
-                raise AnsibleParserError(message)
-            self.display.warning(message)
+        name = self._host_name(record, strict)
+        if name is None:
             return
         self.inventory.add_host(name, group=base)
         self.inventory.set_variable(name, proxy_hosts.HOSTVAR, dict(record))
@@ -238,3 +256,64 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
         self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
         self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)
+
+    def _host_name(self, record: dict, strict: bool):
+        """The first of the ``hostnames`` candidates no other instance of this plugin holds yet, or
+        None (the instance is left out, with a warning; with ``strict``, the source fails).
+
+        A name taken by an earlier instance moves this one to its next candidate, with a warning
+        naming both instances, so no instance ever replaces another's host silently."""
+        preferences = self.get_option("hostnames")
+        candidates = proxy_hosts.hostname_candidates(record, preferences, self._renderer(record, strict))
+        who = "%s's instance %s" % (record["provider"], record["name"])
+        taken = ""
+        for label, candidate in candidates:
+            known = self.inventory.get_host(candidate)
+            holder = known.vars.get(proxy_hosts.HOSTVAR) if known is not None else None
+            if holder is None:
+                break
+            if not taken:
+                taken = "%s: host name %s (from %s) is already %s's instance %s" % (
+                    who,
+                    excerpt(candidate),
+                    label,
+                    holder["provider"],
+                    holder["name"],
+                )
+            if strict:
+                raise AnsibleParserError(taken)
+        else:
+            message = "%s; left out: no other entry of hostnames names it" % taken
+            if strict:
+                raise AnsibleParserError(message)
+            self.display.warning(message)
+            return None
+        if taken:
+            self.display.warning("%s; named %s (from %s)" % (taken, excerpt(candidate), label))
+        elif label == "the instance name" and candidates[0][0] == label:
+            self.display.warning("%s: no entry of hostnames yields a name; named by its instance name" % who)
+        return candidate
+
+    def _renderer(self, record: dict, strict: bool):
+        """Renders a ``hostnames`` template with the host's ``egress_proxies`` variable. A template
+        that fails yields nothing (the next entry is tried) with a warning; with ``strict`` it
+        fails the source, naming the entry."""
+
+        def render(index: int, template: str) -> str:
+            self.templar.available_variables = {proxy_hosts.HOSTVAR: record}
+            try:
+                return self.templar.template(trust_as_template(template))
+            except Exception as exc:  # any template error, as compose treats its expressions'
+                message = "hostnames[%d]: %s failed for %s's instance %s: %s" % (
+                    index,
+                    excerpt(template),
+                    record["provider"],
+                    record["name"],
+                    exc,
+                )
+                if strict:
+                    raise AnsibleParserError(message)
+                self.display.warning(message)
+                return ""
+
+        return render

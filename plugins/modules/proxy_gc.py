@@ -79,6 +79,7 @@ options:
       - The live uids must still be complete (every Proxy, not only those of the owned shards).
       - An instance with an empty uid is never collected, whatever its shard.
     type: dict
+    version_added: 0.2.0
     suboptions:
       count:
         description: How many shards the uids are split into (1 to 4096).

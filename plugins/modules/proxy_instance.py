@@ -87,6 +87,7 @@ options:
         any other uid Kubernetes garbage-collects the Pod at once. Other providers ignore it.
         Defaults to C(false).
     type: bool
+    version_added: 0.2.0
   placement:
     description: Where the instance should run; each provider documents which fields it uses.
     type: dict
@@ -128,6 +129,7 @@ options:
         Omitting O(auth) leaves an existing instance's credentials as they are; to remove them,
         replace the instance. A client gets C(407) without valid credentials.
     type: dict
+    version_added: 0.2.0
     suboptions:
       username:
         description:
@@ -166,6 +168,7 @@ options:
       - Never deletes an instance without the collection's marks (no uid or installation mark) or
         one of another installation, whatever this is set to. Defaults to C(false).
     type: bool
+    version_added: 0.2.0
   instances:
     description:
       - The batch form. Each item takes the per-instance options above; unset ones inherit the
@@ -194,6 +197,7 @@ options:
       owner_reference:
         description: See O(owner_reference).
         type: bool
+        version_added: 0.2.0
       placement:
         description: See O(placement).
         type: dict
@@ -219,6 +223,7 @@ options:
       auth:
         description: See O(auth).
         type: dict
+        version_added: 0.2.0
         suboptions:
           username:
             description: User name.
@@ -241,6 +246,7 @@ options:
       force:
         description: See O(force).
         type: bool
+        version_added: 0.2.0
 """
 
 EXAMPLES = r"""

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: proxy_pool
 short_description: Keep exactly N egress proxy instances of a pool, spread over providers
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - The playbook side of a ProxyPool (docs/pools.md, "Pools from playbooks"), in the manner of
     C(amazon.aws.ec2_instance)'s C(exact_count) - makes sure exactly O(count) instances of the

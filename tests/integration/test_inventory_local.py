@@ -5,7 +5,10 @@ What a user relies on: every managed instance is a host named by its instance na
 same fields ``proxy_info`` returns, in the groups the documentation names; ``providers``,
 ``installation`` and the environment variable select what is listed; ``compose``, ``groups``
 and ``keyed_groups`` work as in the standard plugins; the cache answers without the providers;
-and a playbook can target a group and reach each proxy through its ``ansible_host``.
+a playbook can target a group and reach each proxy through its ``ansible_host``; ``hostnames``
+names the hosts by the first preference that yields a name, and two instances wanting one name
+both stay in the inventory (or the source fails with ``strict``), never one silently replacing
+the other.
 """
 
 from __future__ import annotations
@@ -251,6 +254,85 @@ def test_a_playbook_targets_a_provider_group_and_reaches_each_proxy(fleet, tmp_p
     assert by_provider(fleet, "loc-b")[0] not in run.stdout
 
 
+def test_hostnames_the_first_preference_with_a_value_names_each_host(fleet, tmp_path):
+    """Fields, and a template after one that yields nothing for local instances (no zone): each host
+    is named by the first non-empty one, with the same variables and groups, and no warning."""
+    by_uid = {i["uid"]: name for name, i in fleet["instances"].items()}
+    cases = {
+        "ip": (["ip", "name"], lambda i: i["ip"]),
+        "id": (["id"], lambda i: i["id"]),
+        "template after an empty one": (
+            ["{{ egress_proxies.zone }}", "{{ egress_proxies.provider }}.{{ egress_proxies.uid }}", "name"],
+            lambda i: "%s.%s" % (i["provider"], i["uid"]),
+        ),
+    }
+    for label, (hostnames, expected) in cases.items():
+        source = cli.write_source(
+            tmp_path,
+            "%s.proxies.yml" % label.replace(" ", "-"),
+            providers_file=fleet["providers_file"],
+            hostnames=hostnames,
+        )
+        run = cli.inventory(source)
+        assert run.rc == 0, (label, run.stderr)
+        assert "WARNING" not in run.stderr, (label, run.stderr)
+        want = {expected(i): i for i in fleet["instances"].values()}
+        assert sorted(run.hostvars) == sorted(want), label
+        for host, info in want.items():
+            assert run.hostvars[host]["egress_proxies"]["name"] == info["name"], label
+            assert run.hostvars[host]["ansible_host"] == info["ip"], label
+        assert run.hosts_of("provider_loc_b") == [expected(fleet["instances"][by_uid["team-b-1"]])], label
+
+
+def test_hostnames_without_a_value_or_with_a_failing_template_fall_back_with_a_warning(fleet, tmp_path):
+    names = sorted(fleet["instances"])
+    nothing = cli.write_source(
+        tmp_path, providers_file=fleet["providers_file"], hostnames=["{{ egress_proxies.zone }}"]
+    )
+    run = cli.inventory(nothing)
+    assert run.rc == 0, run.stderr
+    assert sorted(run.hostvars) == names  # named by the instance name, the last preference
+    for name, info in fleet["instances"].items():
+        assert (
+            "%s's instance %s: no entry of hostnames yields a name" % (info["provider"], name) in run.stderr
+        )
+
+    options = {"providers_file": fleet["providers_file"], "hostnames": ["{{ egress_proxies.nosuch }}", "uid"]}
+    lenient = cli.inventory(cli.write_source(tmp_path, "failing.proxies.yml", **options))
+    assert lenient.rc == 0, lenient.stderr
+    assert sorted(lenient.hostvars) == sorted(i["uid"] for i in fleet["instances"].values())
+    assert "hostnames[0]: '{{ egress_proxies.nosuch }}' failed for loc-a's instance" in lenient.stderr
+    strict = cli.inventory(cli.write_source(tmp_path, "strict.proxies.yml", strict=True, **options))
+    assert strict.rc != 0
+    assert "hostnames[0]: '{{ egress_proxies.nosuch }}' failed for loc-a's instance" in strict.stderr
+
+
+def test_hostnames_a_name_already_taken_moves_the_instance_to_its_next_preference(fleet, tmp_path):
+    """Every instance of a provider wants the provider's name: the first gets it, each other one
+    its next preference, with a warning naming both; with strict the source fails."""
+    options = {
+        "providers_file": fleet["providers_file"],
+        "hostnames": ["{{ egress_proxies.provider }}", "uid"],
+    }
+    run = cli.inventory(cli.write_source(tmp_path, **options))
+    assert run.rc == 0, run.stderr
+    first, second = by_provider(fleet, "loc-a")
+    (only_b,) = by_provider(fleet, "loc-b")
+    second_uid = fleet["instances"][second]["uid"]
+    assert sorted(run.hostvars) == sorted(["loc-a", "loc-b", second_uid])  # all three instances
+    assert run.hostvars["loc-a"]["egress_proxies"]["name"] == first
+    assert run.hostvars[second_uid]["egress_proxies"]["name"] == second
+    assert run.hostvars["loc-b"]["egress_proxies"]["name"] == only_b
+    taken = "loc-a's instance %s: host name 'loc-a' (from hostnames[0]) is already loc-a's instance %s" % (
+        second,
+        first,
+    )
+    assert taken + "; named %r (from hostnames[1])" % second_uid in run.stderr
+    strict = cli.inventory(cli.write_source(tmp_path, "strict.proxies.yml", strict=True, **options))
+    assert strict.rc != 0
+    assert taken in strict.stderr
+
+
 def test_one_instance_name_on_two_providers_keeps_the_first(fleet, tmp_path):
     defaults = {"providers_file": fleet["providers_file"]}
     twin = {"provider": "loc-b", "uid": "team-a-1", "wait": True, "wait_timeout": 60}
@@ -263,14 +345,33 @@ def test_one_instance_name_on_two_providers_keeps_the_first(fleet, tmp_path):
         assert lenient.rc == 0, lenient.stderr
         assert lenient.hostvars[name]["egress_proxies"]["provider"] == "loc-a"
         assert name not in lenient.hosts_of("provider_loc_b")
-        assert "instance %s is listed by providers loc-a and loc-b" % name in lenient.stderr
+        taken = "loc-b's instance %s: host name %r (from hostnames[0]) is already loc-a's instance %s" % (
+            name,
+            name,
+            name,
+        )
+        assert taken + "; left out: no other entry of hostnames names it" in lenient.stderr
         strict = cli.inventory(
             cli.write_source(
                 tmp_path, "strict.proxies.yml", providers_file=fleet["providers_file"], strict=True
             )
         )
         assert strict.rc != 0
-        assert "instance %s is listed by providers loc-a and loc-b" % name in strict.stderr
+        assert taken in strict.stderr
+        # a second preference that tells the two apart keeps both
+        both = cli.inventory(
+            cli.write_source(
+                tmp_path,
+                "both.proxies.yml",
+                providers_file=fleet["providers_file"],
+                hostnames=["name", "{{ egress_proxies.provider }}/{{ egress_proxies.name }}"],
+            )
+        )
+        assert both.rc == 0, both.stderr
+        assert both.hostvars[name]["egress_proxies"]["provider"] == "loc-a"
+        assert both.hostvars["loc-b/" + name]["egress_proxies"]["provider"] == "loc-b"
+        assert both.hosts_of("provider_loc_b") == sorted(["loc-b/" + name, by_provider(fleet, "loc-b")[0]])
+        assert taken + "; named %r (from hostnames[1])" % ("loc-b/" + name) in both.stderr
     finally:
         gone = run_playbook(
             tmp_path, [{"name": "gone", PI: dict(twin, state="absent")}], module_defaults=defaults

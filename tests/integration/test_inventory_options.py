@@ -1,6 +1,8 @@
 """The inventory plugin validates its options as the modules do (issue 28 §7): a bad
 ``timeout`` or ``port`` fails the source with a message naming the field, instead of every
-provider warning that its list ran past its deadline or a port no proxy listens on."""
+provider warning that its list ran past its deadline or a port no proxy listens on; a
+``hostnames`` entry that is neither a field nor a template is refused naming the entry, never read
+as one literal name for every host."""
 
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ pytestmark = [pytest.mark.squid]
         ({"port": 99999}, "port: 99999 is not a port (1-65535)"),
         ({"port": 0}, "port: 0 is not a port (1-65535)"),
         ({"installation": "Bad_Label"}, "installation"),
+        ({"hostnames": ["uid", "public_ip"]}, "hostnames[1]: 'public_ip' is none of name, uid, ip, id"),
+        ({"hostnames": ["uid", "uid"]}, "hostnames[1]: 'uid' is given twice"),
+        ({"hostnames": ["ip", {"name": "uid"}]}, "hostnames[1]: a mapping is not a field name or a template"),
+        ({"hostnames": []}, "hostnames: an empty list names no host"),
     ],
 )
 def test_a_bad_option_fails_the_source_naming_the_field(tmp_path, options, fragment):
