@@ -29,7 +29,7 @@ from .test_package import collection_version
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "controller", "config")
 NAMESPACE = "egress-proxies-system"
-OVERLAYS = ("default", "with-kubernetes-provider", "samples")
+OVERLAYS = ("default", "with-kubernetes-provider", "ha", "samples")
 IMAGE = "egress-proxies-controller"
 
 
@@ -112,14 +112,39 @@ def test_the_network_policy_admits_exactly_the_metrics_and_health_ports():
     objects = kustomize_render.render(os.path.join(CONFIG, "default"))
     (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
-    (pdb,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
-    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
     container_ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
     assert admitted == container_ports == {"metrics", "health"}
+
+
+def test_only_the_ha_overlay_has_a_disruption_budget_and_it_protects_a_replica():
+    """One replica with a PodDisruptionBudget protects nothing (maxUnavailable 1) or blocks every
+    drain (minAvailable 1): the single-replica base has none. The ha overlay runs two replicas
+    under leader election, and its budget keeps one of them through a drain."""
+    single = kustomize_render.render(os.path.join(CONFIG, "default"))
+    assert "PodDisruptionBudget" not in {o["kind"] for o in single}
+    (base,) = [o for o in single if o["kind"] == "Deployment"]
+    assert base["spec"]["replicas"] == 1
+    ha = kustomize_render.render(os.path.join(CONFIG, "ha"))
+    (deployment,) = [o for o in ha if o["kind"] == "Deployment"]
+    (pdb,) = [o for o in ha if o["kind"] == "PodDisruptionBudget"]
+    assert deployment["spec"]["replicas"] == 2
+    assert "--leader-elect" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    (spread,) = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert spread["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert pdb["spec"]["minAvailable"] == 1 < deployment["spec"]["replicas"]
+    assert "maxUnavailable" not in pdb["spec"]
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    # everything else is the standard install's
+    rest = sorted(
+        json.dumps(o, sort_keys=True) for o in ha if o["kind"] not in ("Deployment", "PodDisruptionBudget")
+    )
+    assert rest == sorted(json.dumps(o, sort_keys=True) for o in single if o["kind"] != "Deployment")
 
 
 @pytest.fixture
@@ -147,7 +172,7 @@ def dry_run_apply(dynamic, obj: dict) -> dict:
     ).to_dict()
 
 
-WORKLOAD = {"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "NetworkPolicy", "Service"}
+WORKLOAD = {"CustomResourceDefinition", "Deployment", "NetworkPolicy", "Service"}
 
 
 @pytest.mark.parametrize(
@@ -155,6 +180,7 @@ WORKLOAD = {"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "Ne
     [
         ("default", WORKLOAD),
         ("with-kubernetes-provider", WORKLOAD),
+        ("ha", WORKLOAD | {"PodDisruptionBudget"}),
         ("samples", {"Proxy", "Secret", "ConfigMap"}),
     ],
 )
@@ -170,11 +196,9 @@ def test_every_rendered_object_passes_a_server_side_dry_run(dynamic, overlay, ki
 def test_the_dry_run_refuses_what_the_schemas_refuse(dynamic):
     # The check above could pass by accepting anything: a PodDisruptionBudget with both bounds is invalid.
     (pdb,) = [
-        o
-        for o in kustomize_render.render(os.path.join(CONFIG, "default"))
-        if o["kind"] == "PodDisruptionBudget"
+        o for o in kustomize_render.render(os.path.join(CONFIG, "ha")) if o["kind"] == "PodDisruptionBudget"
     ]
-    pdb["spec"]["minAvailable"] = 1
+    pdb["spec"]["maxUnavailable"] = 1
     with pytest.raises(Exception, match="minAvailable"):
         dry_run_apply(dynamic, pdb)
     (proxy,) = [
