@@ -175,7 +175,20 @@ def parser() -> argparse.ArgumentParser:
         help="seconds a spread target whose member failed Permanent or Quota is skipped before a retry",
     )
     g = p.add_argument_group("process")
-    g.add_argument("--metrics-addr", default=":8080", help="serve /metrics here ('0' to disable)")
+    g.add_argument("--metrics-addr", default=":8443", help="serve /metrics here ('0' to disable)")
+    g.add_argument(
+        "--metrics-cert-dir",
+        default="",
+        help="the metrics port's serving certificate: tls.crt and tls.key in this directory (a "
+        "kubernetes.io/tls Secret mounted), read at start; self-signed when unset or it has neither",
+    )
+    g.add_argument(
+        "--metrics-insecure",
+        action="store_true",
+        help="serve /metrics as plain HTTP to anyone who reaches the port; without it, HTTPS where "
+        "each request's bearer token is checked with a TokenReview and a SubjectAccessReview "
+        "(get on the non-resource URL /metrics, as the ClusterRole egress-proxies-metrics-reader grants)",
+    )
     g.add_argument("--health-addr", default=":8081", help="serve /healthz and /readyz here")
     g.add_argument("--leader-elect", action="store_true", help="hold a Lease before reconciling")
     g.add_argument(
@@ -316,9 +329,19 @@ def _main(argv) -> int:
         manager = state.get("manager")  # standing by for the Lease: nothing to be stuck
         return manager is None or manager.healthy(args.liveness_timeout)
 
-    servers = [_listen("--health-addr", args.health_addr, None, ready, healthy)]
-    if args.metrics_addr not in ("", "0"):
-        servers.append(_listen("--metrics-addr", args.metrics_addr, metrics, ready, healthy))
+    servers = []
+    if args.metrics_addr not in ("", "0"):  # first: once /readyz answers, /metrics does too
+        tls = authorizer = None
+        if not args.metrics_insecure:
+            from . import metrics_auth
+
+            try:
+                tls = metrics_auth.tls_context(args.metrics_cert_dir)
+            except metrics_auth.CertificateError as exc:
+                raise kube_mod.StartupError("--metrics-cert-dir", str(exc)) from None
+            authorizer = metrics_auth.Authorizer(kube)
+        servers.append(_listen("--metrics-addr", args.metrics_addr, metrics, ready, healthy, tls, authorizer))
+    servers.append(_listen("--health-addr", args.health_addr, None, ready, healthy))
 
     identity = "%s_%s" % (socket.gethostname(), os.getpid())
     try:

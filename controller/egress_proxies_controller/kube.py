@@ -211,6 +211,44 @@ class Kube:
                 ) from None
         return out
 
+    # -- authenticated metrics (metrics_auth.py) -------------------------------------------
+
+    def token_review(self, token: str) -> dict | None:
+        """Who ``token`` belongs to, as the API server says (a TokenReview): username, uid,
+        groups, extra; None when it is not authenticated."""
+        review = client.AuthenticationV1Api(self.api_client).create_token_review(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
+            _request_timeout=self.timeout,
+        )
+        status = review.status
+        if not status or not status.authenticated or not status.user:
+            return None
+        user = status.user
+        return {
+            "username": user.username or "",
+            "uid": user.uid or "",
+            "groups": list(user.groups or []),
+            "extra": {k: list(v) for k, v in (user.extra or {}).items()},
+        }
+
+    def access_review(self, user: dict, path: str, verb: str) -> bool:
+        """Whether ``user`` (a token_review answer) may ``verb`` the non-resource URL ``path``
+        (a SubjectAccessReview)."""
+        spec = {
+            "user": user["username"],
+            "groups": user["groups"],
+            "nonResourceAttributes": {"path": path, "verb": verb},
+        }
+        if user.get("uid"):
+            spec["uid"] = user["uid"]
+        if user.get("extra"):
+            spec["extra"] = user["extra"]
+        review = client.AuthorizationV1Api(self.api_client).create_subject_access_review(
+            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
+            _request_timeout=self.timeout,
+        )
+        return bool(review.status and review.status.allowed)
+
     # -- cluster-scoped objects (ProviderHealth) -------------------------------------------
 
     def get_cluster_object(self, plural: str, name: str) -> dict | None:

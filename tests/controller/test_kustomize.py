@@ -29,7 +29,7 @@ from .test_package import collection_version
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "controller", "config")
 NAMESPACE = "egress-proxies-system"
-OVERLAYS = ("default", "with-kubernetes-provider", "ha", "samples")
+OVERLAYS = ("default", "with-kubernetes-provider", "ha", "namespaced", "samples")
 IMAGE = "egress-proxies-controller"
 
 
@@ -118,6 +118,9 @@ def test_the_network_policy_admits_exactly_the_metrics_and_health_ports():
     admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
     container_ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
     assert admitted == container_ports == {"metrics", "health"}
+    # the metrics port only from namespaces labelled metrics=enabled (kubebuilder's convention)
+    (metrics_rule,) = [r for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == "metrics"]
+    assert metrics_rule["from"] == [{"namespaceSelector": {"matchLabels": {"metrics": "enabled"}}}]
 
 
 def test_only_the_ha_overlay_has_a_disruption_budget_and_it_protects_a_replica():
@@ -145,6 +148,60 @@ def test_only_the_ha_overlay_has_a_disruption_budget_and_it_protects_a_replica()
         json.dumps(o, sort_keys=True) for o in ha if o["kind"] not in ("Deployment", "PodDisruptionBudget")
     )
     assert rest == sorted(json.dumps(o, sort_keys=True) for o in single if o["kind"] != "Deployment")
+
+
+CLUSTER_SCOPED = {
+    ("crawl.example.com", "providerhealths"),
+    ("crawl.example.com", "providerhealths/status"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+}
+
+
+def test_the_namespaced_overlay_grants_namespaced_rights_in_its_namespace_only():
+    """No ClusterRoleBinding of the namespace-scoped install grants a right on a namespaced
+    object: the controller's and the pools' ClusterRoles are bound by RoleBindings in the
+    controller's namespace, which is the one it watches; only what has no namespace (ProviderHealth,
+    the metrics' reviews) and the user roles stay cluster-wide. The cluster-wide install binds the
+    same ClusterRoles with ClusterRoleBindings, so the two grant the same verbs."""
+    from .test_manifests import grants
+
+    objects = kustomize_render.render(os.path.join(CONFIG, "namespaced"))
+    roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    controller_bindings = [
+        o
+        for o in objects
+        if o["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and {"kind": "ServiceAccount", "name": "egress-proxies-controller", "namespace": NAMESPACE}
+        in o["subjects"]
+    ]
+    for binding in controller_bindings:
+        if binding["kind"] == "ClusterRoleBinding":
+            assert set(grants(roles[binding["roleRef"]["name"]])) <= CLUSTER_SCOPED, binding["metadata"][
+                "name"
+            ]
+        else:
+            assert binding["metadata"]["namespace"] == NAMESPACE
+    by_role = {(b["kind"], b["roleRef"]["name"]) for b in controller_bindings}
+    assert {
+        ("RoleBinding", "egress-proxies-controller"),
+        ("RoleBinding", "egress-proxies-controller-pools"),
+    } <= by_role
+    assert ("ClusterRoleBinding", "egress-proxies-controller-cluster-scoped") in by_role
+    default = kustomize_render.render(os.path.join(CONFIG, "default"))
+    cluster_wide = {
+        (b["kind"], b["roleRef"]["name"])
+        for b in default
+        if b["kind"] in ("ClusterRoleBinding", "RoleBinding")
+    }
+    assert {(k.replace("ClusterRoleBinding", "RoleBinding"), n) for k, n in cluster_wide} == {
+        (k.replace("ClusterRoleBinding", "RoleBinding"), n) for k, n in by_role
+    }
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert "--namespace=$(POD_NAMESPACE)" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
 
 
 @pytest.fixture
@@ -181,6 +238,7 @@ WORKLOAD = {"CustomResourceDefinition", "Deployment", "NetworkPolicy", "Service"
         ("default", WORKLOAD),
         ("with-kubernetes-provider", WORKLOAD),
         ("ha", WORKLOAD | {"PodDisruptionBudget"}),
+        ("namespaced", WORKLOAD | {"RoleBinding", "ClusterRoleBinding"}),
         ("samples", {"Proxy", "Secret", "ConfigMap"}),
     ],
 )

@@ -68,6 +68,11 @@ def files(tmp_path) -> dict:
     (tmp_path / "text").write_text("just some words\n")
     (tmp_path / "binary").write_bytes(b"\xff\xfe\x00")
     (tmp_path / "empty.kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    (tmp_path / "half-tls").mkdir()
+    (tmp_path / "half-tls" / "tls.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    (tmp_path / "bad-tls").mkdir()
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / "bad-tls" / name).write_text("not PEM\n")
     return {"closed": str(closed), "dir": str(tmp_path)}
 
 
@@ -82,6 +87,16 @@ CASES = [
     (["--kubeconfig", "{closed}", "--health-addr", "127.0.0.1:99999"], "--health-addr", "99999"),
     (["--kubeconfig", "{closed}", "--metrics-addr", "127.0.0.1:{busy}"], "--metrics-addr", "in use"),
     (["--kubeconfig", "{closed}", "--work-dir", "{closed}/runner"], "--work-dir", "Not a directory"),
+    (
+        ["--kubeconfig", "{closed}", "--metrics-cert-dir", "{tmp}/half-tls"],
+        "--metrics-cert-dir",
+        "not tls.key",
+    ),
+    (
+        ["--kubeconfig", "{closed}", "--metrics-cert-dir", "{tmp}/bad-tls"],
+        "--metrics-cert-dir",
+        "not a certificate",
+    ),
 ]
 
 
