@@ -175,7 +175,20 @@ def parser() -> argparse.ArgumentParser:
         help="seconds a spread target whose member failed Permanent or Quota is skipped before a retry",
     )
     g = p.add_argument_group("process")
-    g.add_argument("--metrics-addr", default=":8080", help="serve /metrics here ('0' to disable)")
+    g.add_argument("--metrics-addr", default=":8443", help="serve /metrics here ('0' to disable)")
+    g.add_argument(
+        "--metrics-cert-dir",
+        default="",
+        help="the metrics port's serving certificate: tls.crt and tls.key in this directory (a "
+        "kubernetes.io/tls Secret mounted), read at start; self-signed when unset or it has neither",
+    )
+    g.add_argument(
+        "--metrics-insecure",
+        action="store_true",
+        help="serve /metrics as plain HTTP to anyone who reaches the port; without it, HTTPS where "
+        "each request's bearer token is checked with a TokenReview and a SubjectAccessReview "
+        "(get on the non-resource URL /metrics, as the ClusterRole egress-proxies-metrics-reader grants)",
+    )
     g.add_argument("--health-addr", default=":8081", help="serve /healthz and /readyz here")
     g.add_argument("--leader-elect", action="store_true", help="hold a Lease before reconciling")
     g.add_argument(
@@ -224,6 +237,29 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the controller; a start-up mistake is one line naming its flag, exit code 2."""
+    from .kube import StartupError
+
+    try:
+        return _main(argv)
+    except StartupError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 2
+
+
+def _listen(flag: str, address: str, *serve_args):
+    """``metrics.serve`` on ``address``, a refusal (in use, no such host, a bad port) a StartupError."""
+    from .kube import StartupError
+
+    try:
+        return metrics_mod.serve(address, *serve_args)
+    except (OSError, ValueError, OverflowError) as exc:
+        raise StartupError(
+            flag, "cannot listen on %r: %s" % (address, getattr(exc, "strerror", None) or exc)
+        ) from None
+
+
+def _main(argv) -> int:
     args = parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
@@ -256,12 +292,12 @@ def main(argv=None) -> int:
     from .providers_config import ProvidersConfig
     from .proxy_health import ProxyHealthEngine
 
+    api_client = kube_mod.load(args.kubeconfig, args.context)  # first: a bad flag ends here
     tracer_provider = tracing.configure()  # OTEL_* decide; None: spans are no-ops
     stop = threading.Event()
     stop_on_signals(stop)  # SIGTERM/SIGINT, whichever thread takes them
 
     metrics = metrics_mod.Metrics()
-    api_client = kube_mod.load(args.kubeconfig, args.context)
     metrics.rest_client.instrument(api_client)
     kube = kube_mod.Kube(api_client)
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
@@ -293,12 +329,27 @@ def main(argv=None) -> int:
         manager = state.get("manager")  # standing by for the Lease: nothing to be stuck
         return manager is None or manager.healthy(args.liveness_timeout)
 
-    servers = [metrics_mod.serve(args.health_addr, None, ready, healthy)]
-    if args.metrics_addr not in ("", "0"):
-        servers.append(metrics_mod.serve(args.metrics_addr, metrics, ready, healthy))
+    servers = []
+    if args.metrics_addr not in ("", "0"):  # first: once /readyz answers, /metrics does too
+        tls = authorizer = None
+        if not args.metrics_insecure:
+            from . import metrics_auth
+
+            try:
+                tls = metrics_auth.tls_context(args.metrics_cert_dir)
+            except metrics_auth.CertificateError as exc:
+                raise kube_mod.StartupError("--metrics-cert-dir", str(exc)) from None
+            authorizer = metrics_auth.Authorizer(kube)
+        servers.append(_listen("--metrics-addr", args.metrics_addr, metrics, ready, healthy, tls, authorizer))
+    servers.append(_listen("--health-addr", args.health_addr, None, ready, healthy))
 
     identity = "%s_%s" % (socket.gethostname(), os.getpid())
-    os.makedirs(args.work_dir, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(args.work_dir, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise kube_mod.StartupError(
+            "--work-dir", "cannot create %s: %s" % (args.work_dir, exc.strerror)
+        ) from None
     elector = None
     if sharded:
         from .shard_leases import ShardCoordinator

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import logging
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -24,16 +25,64 @@ class Conflict(Exception):
     """A write met a newer object (409) and the caller asked not to retry it."""
 
 
+class StartupError(Exception):
+    """A mistake in the command line found at start: ``flag`` names the option to fix."""
+
+    def __init__(self, flag: str, message: str):
+        super().__init__("%s: %s" % (flag, message))
+        self.flag = flag
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def load(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
-    """A client for the configured cluster that names itself egress-proxies-controller/<version>."""
-    if kubeconfig or context:
-        api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
-    else:
+    """A client for the configured cluster that names itself egress-proxies-controller/<version>.
+
+    A kubeconfig that cannot be read or used raises ``StartupError`` naming the flag (the
+    client library answers a missing, unreadable or malformed file with anything from
+    ConfigException to TypeError). Nothing is sent to the API server here: an API server that
+    does not answer yet is waited for, not a start-up mistake."""
+    if kubeconfig:
         try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
-        api_client = client.ApiClient()
+            with open(kubeconfig, "rb") as handle:
+                doc = yaml.safe_load(handle)
+        except OSError as exc:
+            raise StartupError("--kubeconfig", "cannot read %s: %s" % (kubeconfig, exc.strerror)) from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise StartupError("--kubeconfig", "%s is not YAML: %s" % (kubeconfig, _one_line(exc))) from None
+        if not isinstance(doc, dict):
+            raise StartupError(
+                "--kubeconfig", "%s is not a kubeconfig (a YAML mapping is expected)" % kubeconfig
+            )
+    try:
+        if kubeconfig or context:
+            api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+        else:
+            try:
+                config.load_incluster_config()
+            except config.ConfigException as incluster:
+                try:
+                    config.load_kube_config()
+                except Exception as exc:
+                    raise StartupError(
+                        "--kubeconfig",
+                        "not set, no in-cluster config (%s) and no usable default kubeconfig (%s)"
+                        % (_one_line(incluster), _one_line(exc)),
+                    ) from None
+            api_client = client.ApiClient()
+    except StartupError:
+        raise
+    except Exception as exc:  # the loader's errors have no common type (yaml, TypeError, ...)
+        message = _one_line(exc)
+        if context and "context" in message.lower():
+            raise StartupError(
+                "--context", "%r in %s: %s" % (context, kubeconfig or "the kubeconfig", message)
+            ) from None
+        raise StartupError(
+            "--kubeconfig", "%s is not a usable kubeconfig: %s" % (kubeconfig, message)
+        ) from None
     api_client.user_agent = version.user_agent()
     return api_client
 
@@ -161,6 +210,44 @@ class Kube:
                     "supported: store it as plain text)" % (what, namespace, name, key)
                 ) from None
         return out
+
+    # -- authenticated metrics (metrics_auth.py) -------------------------------------------
+
+    def token_review(self, token: str) -> dict | None:
+        """Who ``token`` belongs to, as the API server says (a TokenReview): username, uid,
+        groups, extra; None when it is not authenticated."""
+        review = client.AuthenticationV1Api(self.api_client).create_token_review(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
+            _request_timeout=self.timeout,
+        )
+        status = review.status
+        if not status or not status.authenticated or not status.user:
+            return None
+        user = status.user
+        return {
+            "username": user.username or "",
+            "uid": user.uid or "",
+            "groups": list(user.groups or []),
+            "extra": {k: list(v) for k, v in (user.extra or {}).items()},
+        }
+
+    def access_review(self, user: dict, path: str, verb: str) -> bool:
+        """Whether ``user`` (a token_review answer) may ``verb`` the non-resource URL ``path``
+        (a SubjectAccessReview)."""
+        spec = {
+            "user": user["username"],
+            "groups": user["groups"],
+            "nonResourceAttributes": {"path": path, "verb": verb},
+        }
+        if user.get("uid"):
+            spec["uid"] = user["uid"]
+        if user.get("extra"):
+            spec["extra"] = user["extra"]
+        review = client.AuthorizationV1Api(self.api_client).create_subject_access_review(
+            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
+            _request_timeout=self.timeout,
+        )
+        return bool(review.status and review.status.allowed)
 
     # -- cluster-scoped objects (ProviderHealth) -------------------------------------------
 

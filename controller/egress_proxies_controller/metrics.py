@@ -182,20 +182,33 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-def serve(address: str, metrics: Metrics | None, ready, healthy) -> http.server.ThreadingHTTPServer:
+def serve(
+    address: str, metrics: Metrics | None, ready, healthy, tls=None, authorizer=None
+) -> http.server.ThreadingHTTPServer:
     """Serve /metrics (when ``metrics``), /healthz and /readyz on ``host:port`` in a daemon thread.
 
-    ``/readyz`` lists the details ``ready`` gives (e.g. a providers-file problem) before its verdict."""
+    ``/readyz`` lists the details ``ready`` gives (e.g. a providers-file problem) before its verdict.
+    With ``tls`` (an ``ssl.SSLContext``) the port speaks TLS only (each connection's handshake in
+    its own thread, so a client that never completes one holds no other); with ``authorizer``
+    (metrics_auth.Authorizer) every request must be authenticated and authorised first."""
     host, _sep, port = address.rpartition(":")
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        timeout = 30  # seconds a connection may stay silent (TLS handshake included)
+
         def do_GET(self):
-            if self.path == "/metrics" and metrics is not None:
+            path = self.path.partition("?")[0]
+            if authorizer is not None:
+                code, reason = authorizer.check(self.headers.get("Authorization"), path)
+                if code != 200:
+                    self._send(code, (reason + "\n").encode())
+                    return
+            if path == "/metrics" and metrics is not None:
                 self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
-            elif self.path == "/healthz":
+            elif path == "/healthz":
                 ok = healthy()
                 self._send(200 if ok else 500, b"ok\n" if ok else b"unhealthy\n")
-            elif self.path == "/readyz":
+            elif path == "/readyz":
                 answer = ready()  # a bool, or (bool, [detail lines])
                 ok, details = answer if isinstance(answer, tuple) else (answer, [])
                 body = "".join(line + "\n" for line in [*details, "ok" if ok else "not ready"])
@@ -205,6 +218,8 @@ def serve(address: str, metrics: Metrics | None, ready, healthy) -> http.server.
 
         def _send(self, code, body, content_type="text/plain; charset=utf-8"):
             self.send_response(code)
+            if code == 401:
+                self.send_header("WWW-Authenticate", 'Bearer realm="egress-proxies-controller"')
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -213,6 +228,16 @@ def serve(address: str, metrics: Metrics | None, ready, healthy) -> http.server.
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
+    class Server(http.server.ThreadingHTTPServer):
+        def get_request(self):
+            sock, peer = super().get_request()
+            if tls is not None:  # the handshake happens on the first read, in the handler's thread
+                sock = tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            return sock, peer
+
+        def handle_error(self, request, client_address):
+            pass  # a client that hangs up or fails its handshake is no concern of the log
+
+    server = Server((host or "0.0.0.0", int(port)), Handler)
     threading.Thread(target=server.serve_forever, name="http-%s" % port, daemon=True).start()
     return server

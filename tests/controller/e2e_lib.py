@@ -148,6 +148,10 @@ class ControllerProcess:
         self.lease_id = lease_id
         self.health_port = free_port()
         self.metrics_port = free_port()
+        # Plain HTTP metrics (--metrics-insecure) unless a test sets a certificate directory
+        # (tls.crt, tls.key) and the bearer token metrics() sends (metrics_auth.py).
+        self.metrics_cert_dir = None
+        self.metrics_token = None
         self.proc = None
         self.log_path = os.path.join(workdir, "controller.log")
         self.write_providers(providers)
@@ -190,6 +194,11 @@ class ControllerProcess:
             "127.0.0.1:%d" % self.health_port,
             "--metrics-addr",
             "127.0.0.1:%d" % self.metrics_port,
+            *(
+                ["--metrics-cert-dir", self.metrics_cert_dir]
+                if self.metrics_cert_dir is not None
+                else ["--metrics-insecure"]
+            ),
             "--leader-elect",
             "--leader-election-namespace",
             CONTROLLER_NS,
@@ -240,11 +249,32 @@ class ControllerProcess:
 
         kube_testlib.wait_for("controller ready", ready, timeout=timeout)
 
-    def metrics(self) -> str:
+    def metrics(self, token: str | None = None) -> str:
+        """The /metrics page: plain HTTP, or HTTPS with ``token`` (default ``metrics_token``),
+        the server's certificate checked against the one in ``metrics_cert_dir``."""
         import urllib.request
 
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5) as r:
-            return r.read().decode()
+        if self.metrics_cert_dir is None:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5) as r:
+                return r.read().decode()
+        return self.metrics_request(token or self.metrics_token)[1]
+
+    def metrics_request(self, token: str | None) -> tuple[int, str]:
+        """(status, body) of an HTTPS GET of /metrics, with ``token`` as bearer when given."""
+        import ssl
+        import urllib.error
+        import urllib.request
+
+        context = ssl.create_default_context(cafile=os.path.join(self.metrics_cert_dir, "tls.crt"))
+        context.check_hostname = False  # the certificate names the Service; the CA pins it
+        request = urllib.request.Request("https://127.0.0.1:%d/metrics" % self.metrics_port)
+        if token:
+            request.add_header("Authorization", "Bearer " + token)
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
 
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)

@@ -1,5 +1,6 @@
-"""A renderer for the kustomize subset controller/config uses (``resources``, ``components`` and
-``images``), for tests on machines without a kustomize binary.
+"""A renderer for the kustomize subset controller/config uses (``resources``, ``components``,
+``images`` and ``patches`` on a target named by kind and name: inline JSON 6902 operations, or a
+strategic merge patch ``$patch: delete``), for tests on machines without a kustomize binary.
 
 Any other kustomization field is refused rather than ignored, so a manifest change that needs
 real kustomize fails here loudly instead of being rendered wrongly. Where ``kubectl`` is on
@@ -12,7 +13,7 @@ import os
 
 import yaml
 
-SUPPORTED = {"apiVersion", "kind", "resources", "components", "images"}
+SUPPORTED = {"apiVersion", "kind", "resources", "components", "images", "patches"}
 
 
 def _documents(path: str) -> list[dict]:
@@ -59,4 +60,48 @@ def render_with_sources(directory: str) -> tuple[list[dict], list[str]]:
             objects += _documents(target)
             sources.append(target)
     _set_images(objects, doc.get("images", []))
+    for patch in doc.get("patches", []):
+        _patch(directory, objects, patch)
     return objects, sources
+
+
+def _patch(directory: str, objects: list[dict], patch: dict) -> None:
+    """An inline JSON 6902 patch (add, replace, remove) of the one object of the target's kind and name."""
+    target = patch.get("target", {})
+    if set(patch) != {"target", "patch"} or set(target) != {"kind", "name"}:
+        raise ValueError("%s: only inline JSON 6902 patches of a kind and name are supported" % directory)
+    matches = [o for o in objects if (o["kind"], o["metadata"]["name"]) == (target["kind"], target["name"])]
+    if len(matches) != 1:
+        raise ValueError("%s: patch target %s matches %d objects" % (directory, target, len(matches)))
+    body = yaml.safe_load(patch["patch"])
+    if isinstance(body, dict):  # a strategic merge patch: only the deletion of the target
+        if body.get("$patch") != "delete" or (body.get("kind"), body.get("metadata", {}).get("name")) != (
+            target["kind"],
+            target["name"],
+        ):
+            raise ValueError("%s: of strategic merge patches only $patch: delete is supported" % directory)
+        objects.remove(matches[0])
+        return
+    for op in body:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        node = matches[0]
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            index = len(node) if last == "-" else int(last)
+            if op["op"] == "add":
+                node.insert(index, op["value"])
+            elif op["op"] == "replace":
+                node[index] = op["value"]
+            elif op["op"] == "remove":
+                del node[index]
+            else:
+                raise ValueError("%s: unsupported op %s" % (directory, op["op"]))
+        elif op["op"] in ("add", "replace"):
+            if op["op"] == "replace" and last not in node:
+                raise ValueError("%s: replace of a missing %s" % (directory, op["path"]))
+            node[last] = op["value"]
+        elif op["op"] == "remove":
+            del node[last]
+        else:
+            raise ValueError("%s: unsupported op %s" % (directory, op["op"]))

@@ -1,18 +1,24 @@
 """Least privilege, proven from the API server's audit log (issue 14).
 
-A control plane of its own whose kube-apiserver writes an audit log; the controller runs under
-its ServiceAccount bound only by the shipped RBAC through a scenario that touches every path
-(leader election, a Proxy with a cloud-init Secret made Ready, replaced and deleted, the health
-monitor creating and removing ProviderHealth objects, the same providers-file problem reported
-twice on the Lease: one Event, its count patched; a ProxyPool with auth made Ready, rolled by a
-template change and by new credentials (its old credentials copy deleted), scaled to
-zero and deleted; a ``--shards 2`` replica taking its shards and leaving). Then every request the
-ServiceAccount made is read back from the audit log: none was refused, and the verbs it used are
-exactly what the roles grant, except ``proxies get``, used only to re-read an object after a
-write conflict (which a quiet test cannot force), and ``proxypools/finalizers update``, which
-admission checks for blockOwnerDeletion (no request). Every request carries the User-Agent
-``egress-proxies-controller/<version>`` (the collection's version), and the metrics the
-build-info gauge with the same version.
+A control plane of its own whose kube-apiserver writes an audit log; the controller runs under its
+ServiceAccount bound only by the shipped RBAC, as the namespace-scoped overlay
+(controller/config/namespaced) binds it: its and the pools' ClusterRoles through RoleBindings in the
+namespaces it uses, only the cluster-scoped ClusterRole cluster-wide (the cluster-wide install binds
+the same ClusterRoles cluster-wide, so it grants the same verbs, in every namespace), through a
+scenario that touches every path (leader election, a Proxy with a cloud-init Secret made Ready,
+replaced and deleted, the health monitor creating and removing ProviderHealth objects, the same
+providers-file problem reported twice on the Lease: one Event, its count patched; a ProxyPool with
+auth made Ready, rolled by a template change and by new credentials (its old credentials copy
+deleted), scaled to zero and deleted; a ``--shards 2`` replica taking its shards and leaving). Then
+every request the ServiceAccount made is read back from the audit log: none was refused, and the
+verbs it used are exactly what the roles grant, except ``proxies get``, used only to re-read an
+object after a write conflict (which a quiet test cannot force), and ``proxypools/finalizers
+update``, which admission checks for blockOwnerDeletion (no request). Every request carries the
+User-Agent ``egress-proxies-controller/<version>`` (the collection's version), and the metrics the
+build-info gauge with the same version. The metrics are served as controller-runtime's authenticated
+metrics are: HTTPS with the configured certificate, 401 without a valid token, 403 for a
+ServiceAccount without the metrics-reader binding, 200 with it (the controller's TokenReview and
+SubjectAccessReview creates are among the verbs proven).
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import os
 import pytest
 from cluster import kube_testlib
 from cluster.kube_cluster import ControlPlane
+from egress_proxies_controller import metrics_auth
 
-from . import e2e_lib
+from . import e2e_lib, kustomize_render
 from .e2e_lib import GROUP
 from .pool_e2e_lib import POOLS, PoolE2E
 from .test_manifests import grants, one
@@ -100,6 +107,7 @@ def granted_verbs() -> set:
         ("rbac/cluster_role.yaml", "ClusterRole"),
         ("rbac/leader_election_role.yaml", "Role"),
         ("rbac/pool_cluster_role.yaml", "ClusterRole"),
+        ("rbac/cluster_scoped_role.yaml", "ClusterRole"),
     ):
         for (group, resource), verbs in grants(one(rel, kind)).items():
             out.update((group, resource, verb) for verb in verbs)
@@ -109,14 +117,21 @@ def granted_verbs() -> set:
 def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path):
     plane, admin = audited
     namespace = kube_testlib.create_namespace(admin)
+    _bind_as_the_namespaced_overlay(admin, namespace)
     env = PoolE2E(admin, plane, namespace, tmp_path)
     env.providers["providers"] = [p for p in env.providers["providers"] if p["name"] in ("local", "tiny")]
     env.controller.write_providers(env.providers)
+    scraper, stranger = _metrics_identities(admin, namespace)
+    env.controller.metrics_cert_dir = str(tmp_path / "metrics-tls")
+    os.makedirs(env.controller.metrics_cert_dir)
+    metrics_auth.self_signed(env.controller.metrics_cert_dir, [METRICS_SERVICE], ["127.0.0.1"])
+    env.controller.metrics_token = scraper
     # A generous round timeout: on a loaded machine one proxy_check run can take over 20 s, and a
     # round that times out removes nothing.
     env.controller.start(extra_args=["--health-check-interval", "1", "--health-check-timeout", "45"])
     try:
         env.controller.wait_ready()
+        _metrics_are_served_only_to_the_metrics_reader(env.controller, stranger)
         sentinel_secret = {"metadata": {"name": "ci"}, "stringData": {"user-data": "#cloud-config\n"}}
         from kubernetes import client as k8s
 
@@ -200,6 +215,79 @@ def test_the_controller_uses_exactly_the_verbs_its_roles_grant(audited, tmp_path
     assert granted - used <= ONLY_ON_CONFLICT | ADMISSION_ONLY, "granted but never used: %s" % sorted(
         granted - used - ONLY_ON_CONFLICT - ADMISSION_ONLY
     )
+
+
+def _bind_as_the_namespaced_overlay(admin, namespace: str) -> None:
+    """The controller's rights as controller/config/namespaced grants them: its and the pools'
+    ClusterRoles bound by RoleBindings only (the cluster-wide bindings install_api made are
+    deleted), in the namespace it watches, which in the overlay is its own; here the Proxies live in
+    ``namespace`` and the Lease in the controller's namespace, so the overlay's RoleBindings are
+    made in both. Only the cluster-scoped ClusterRole stays bound cluster-wide. A request the
+    controller made beyond its namespace would be refused, and the audit would show it."""
+    from kubernetes import client as k8s
+
+    objects = kustomize_render.render(os.path.join(e2e_lib.CONFIG, "namespaced"))
+    rbac = k8s.RbacAuthorizationV1Api(admin)
+    kept = {o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRoleBinding"}
+    for binding in rbac.list_cluster_role_binding().items:
+        if (
+            binding.metadata.name.startswith("egress-proxies-controller")
+            and binding.metadata.name not in kept
+        ):
+            rbac.delete_cluster_role_binding(binding.metadata.name)
+    overlay = [o for o in objects if o["kind"] == "RoleBinding" and o["roleRef"]["kind"] == "ClusterRole"]
+    assert {b["roleRef"]["name"] for b in overlay} == {
+        "egress-proxies-controller",
+        "egress-proxies-controller-pools",
+    }
+    for binding in overlay:
+        for where in (e2e_lib.CONTROLLER_NS, namespace):
+            rbac.create_namespaced_role_binding(
+                where, dict(binding, metadata=dict(binding["metadata"], namespace=where))
+            )
+
+
+METRICS_SERVICE = "egress-proxies-controller-metrics.egress-proxies-system.svc"
+
+
+def _metrics_identities(admin, namespace: str) -> tuple[str, str]:
+    """Tokens of two ServiceAccounts: one bound to the shipped metrics-reader ClusterRole, one not."""
+    from kubernetes import client as k8s
+
+    core, rbac = k8s.CoreV1Api(admin), k8s.RbacAuthorizationV1Api(admin)
+    tokens = []
+    for name in ("metrics-scraper", "stranger"):
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+        tokens.append(
+            core.create_namespaced_service_account_token(name, namespace, {"spec": {}}).status.token
+        )
+    reader = one("rbac/metrics_reader_role.yaml", "ClusterRole")["metadata"]["name"]
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": "metrics-scraper-" + namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": reader},
+            "subjects": [{"kind": "ServiceAccount", "name": "metrics-scraper", "namespace": namespace}],
+        }
+    )
+    return tokens[0], tokens[1]
+
+
+def _metrics_are_served_only_to_the_metrics_reader(controller, stranger: str) -> None:
+    """HTTPS with the certificate of --metrics-cert-dir; no token or an unknown one 401, a
+    ServiceAccount without the metrics-reader binding 403, one with it 200 and real metrics."""
+    import ssl
+
+    served = ssl.get_server_certificate(("127.0.0.1", controller.metrics_port), timeout=10)
+    with open(os.path.join(controller.metrics_cert_dir, "tls.crt")) as handle:
+        assert ssl.PEM_cert_to_DER_cert(served) == ssl.PEM_cert_to_DER_cert(handle.read())
+    assert controller.metrics_request(None)[0] == 401
+    assert controller.metrics_request("not-a-token")[0] == 401
+    code, body = controller.metrics_request(stranger)
+    assert (code, "system:serviceaccount:" in body) == (403, True), body
+    code, body = controller.metrics_request(controller.metrics_token)
+    assert code == 200, body
+    assert 'egress_proxies_controller_build_info{version="%s"} 1.0' % collection_version() in body
+    assert "rest_client_requests_total" in body
 
 
 def _pool_paths(env) -> None:

@@ -29,7 +29,7 @@ from .test_package import collection_version
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "controller", "config")
 NAMESPACE = "egress-proxies-system"
-OVERLAYS = ("default", "with-kubernetes-provider", "samples")
+OVERLAYS = ("default", "with-kubernetes-provider", "ha", "namespaced", "samples")
 IMAGE = "egress-proxies-controller"
 
 
@@ -112,14 +112,96 @@ def test_the_network_policy_admits_exactly_the_metrics_and_health_ports():
     objects = kustomize_render.render(os.path.join(CONFIG, "default"))
     (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
-    (pdb,) = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
-    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     admitted = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
     container_ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
     assert admitted == container_ports == {"metrics", "health"}
+    # the metrics port only from namespaces labelled metrics=enabled (kubebuilder's convention)
+    (metrics_rule,) = [r for r in policy["spec"]["ingress"] if r["ports"][0]["port"] == "metrics"]
+    assert metrics_rule["from"] == [{"namespaceSelector": {"matchLabels": {"metrics": "enabled"}}}]
+
+
+def test_only_the_ha_overlay_has_a_disruption_budget_and_it_protects_a_replica():
+    """One replica with a PodDisruptionBudget protects nothing (maxUnavailable 1) or blocks every
+    drain (minAvailable 1): the single-replica base has none. The ha overlay runs two replicas
+    under leader election, and its budget keeps one of them through a drain."""
+    single = kustomize_render.render(os.path.join(CONFIG, "default"))
+    assert "PodDisruptionBudget" not in {o["kind"] for o in single}
+    (base,) = [o for o in single if o["kind"] == "Deployment"]
+    assert base["spec"]["replicas"] == 1
+    ha = kustomize_render.render(os.path.join(CONFIG, "ha"))
+    (deployment,) = [o for o in ha if o["kind"] == "Deployment"]
+    (pdb,) = [o for o in ha if o["kind"] == "PodDisruptionBudget"]
+    assert deployment["spec"]["replicas"] == 2
+    assert "--leader-elect" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    (spread,) = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert spread["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert pdb["spec"]["minAvailable"] == 1 < deployment["spec"]["replicas"]
+    assert "maxUnavailable" not in pdb["spec"]
+    assert pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    # everything else is the standard install's
+    rest = sorted(
+        json.dumps(o, sort_keys=True) for o in ha if o["kind"] not in ("Deployment", "PodDisruptionBudget")
+    )
+    assert rest == sorted(json.dumps(o, sort_keys=True) for o in single if o["kind"] != "Deployment")
+
+
+CLUSTER_SCOPED = {
+    ("crawl.example.com", "providerhealths"),
+    ("crawl.example.com", "providerhealths/status"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+}
+
+
+def test_the_namespaced_overlay_grants_namespaced_rights_in_its_namespace_only():
+    """No ClusterRoleBinding of the namespace-scoped install grants a right on a namespaced
+    object: the controller's and the pools' ClusterRoles are bound by RoleBindings in the
+    controller's namespace, which is the one it watches; only what has no namespace (ProviderHealth,
+    the metrics' reviews) and the user roles stay cluster-wide. The cluster-wide install binds the
+    same ClusterRoles with ClusterRoleBindings, so the two grant the same verbs."""
+    from .test_manifests import grants
+
+    objects = kustomize_render.render(os.path.join(CONFIG, "namespaced"))
+    roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    controller_bindings = [
+        o
+        for o in objects
+        if o["kind"] in ("ClusterRoleBinding", "RoleBinding")
+        and {"kind": "ServiceAccount", "name": "egress-proxies-controller", "namespace": NAMESPACE}
+        in o["subjects"]
+    ]
+    for binding in controller_bindings:
+        if binding["kind"] == "ClusterRoleBinding":
+            assert set(grants(roles[binding["roleRef"]["name"]])) <= CLUSTER_SCOPED, binding["metadata"][
+                "name"
+            ]
+        else:
+            assert binding["metadata"]["namespace"] == NAMESPACE
+    by_role = {(b["kind"], b["roleRef"]["name"]) for b in controller_bindings}
+    assert {
+        ("RoleBinding", "egress-proxies-controller"),
+        ("RoleBinding", "egress-proxies-controller-pools"),
+    } <= by_role
+    assert ("ClusterRoleBinding", "egress-proxies-controller-cluster-scoped") in by_role
+    default = kustomize_render.render(os.path.join(CONFIG, "default"))
+    cluster_wide = {
+        (b["kind"], b["roleRef"]["name"])
+        for b in default
+        if b["kind"] in ("ClusterRoleBinding", "RoleBinding")
+    }
+    assert {(k.replace("ClusterRoleBinding", "RoleBinding"), n) for k, n in cluster_wide} == {
+        (k.replace("ClusterRoleBinding", "RoleBinding"), n) for k, n in by_role
+    }
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert "--namespace=$(POD_NAMESPACE)" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
 
 
 @pytest.fixture
@@ -147,7 +229,7 @@ def dry_run_apply(dynamic, obj: dict) -> dict:
     ).to_dict()
 
 
-WORKLOAD = {"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "NetworkPolicy", "Service"}
+WORKLOAD = {"CustomResourceDefinition", "Deployment", "NetworkPolicy", "Service"}
 
 
 @pytest.mark.parametrize(
@@ -155,6 +237,8 @@ WORKLOAD = {"CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "Ne
     [
         ("default", WORKLOAD),
         ("with-kubernetes-provider", WORKLOAD),
+        ("ha", WORKLOAD | {"PodDisruptionBudget"}),
+        ("namespaced", WORKLOAD | {"RoleBinding", "ClusterRoleBinding"}),
         ("samples", {"Proxy", "Secret", "ConfigMap"}),
     ],
 )
@@ -170,11 +254,9 @@ def test_every_rendered_object_passes_a_server_side_dry_run(dynamic, overlay, ki
 def test_the_dry_run_refuses_what_the_schemas_refuse(dynamic):
     # The check above could pass by accepting anything: a PodDisruptionBudget with both bounds is invalid.
     (pdb,) = [
-        o
-        for o in kustomize_render.render(os.path.join(CONFIG, "default"))
-        if o["kind"] == "PodDisruptionBudget"
+        o for o in kustomize_render.render(os.path.join(CONFIG, "ha")) if o["kind"] == "PodDisruptionBudget"
     ]
-    pdb["spec"]["minAvailable"] = 1
+    pdb["spec"]["maxUnavailable"] = 1
     with pytest.raises(Exception, match="minAvailable"):
         dry_run_apply(dynamic, pdb)
     (proxy,) = [

@@ -436,12 +436,13 @@ def test_deployment_command_probes_resources_env():
     assert container["command"] == ["/usr/bin/tini", "--", "python", "-m", "egress_proxies_controller"]
     assert container["args"] == [
         "--providers-file=/etc/egress-proxies/providers.yaml",
-        "--metrics-addr=:8080",
+        "--metrics-addr=:8443",
+        "--metrics-cert-dir=/etc/egress-proxies/metrics-tls",
         "--health-addr=:8081",
         "--leader-elect",
     ]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"metrics": 8080, "health": 8081}
+    assert ports == {"metrics": 8443, "health": 8081}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     assert container["resources"] == {
@@ -467,10 +468,19 @@ def test_deployment_volumes():
     configmap = next(s["configMap"] for s in sources if "configMap" in s)
     assert configmap["name"] == "egress-proxies-providers"
     assert configmap["items"] == [{"key": "providers.yaml", "path": "providers.yaml"}]
-    secret = next(s["secret"] for s in sources if "secret" in s)
-    assert secret["name"] == "egress-proxies-ssh" and secret["optional"] is True
+    secrets = {s["secret"]["name"]: s["secret"] for s in sources if "secret" in s}
+    assert set(secrets) == {"egress-proxies-ssh", "egress-proxies-controller-metrics-cert"}
+    secret = secrets["egress-proxies-ssh"]
+    assert secret["optional"] is True
     for item in secret["items"]:
         assert item["path"].startswith("ssh/") and item["mode"] == 0o400, item
+    # the metrics port's certificate, where --metrics-cert-dir reads it; self-signed while absent
+    tls = secrets["egress-proxies-controller-metrics-cert"]
+    assert tls["optional"] is True
+    assert {i["key"]: i["path"] for i in tls["items"]} == {
+        "tls.crt": "metrics-tls/tls.crt",
+        "tls.key": "metrics-tls/tls.key",
+    }
     for path in ("/tmp", "/var/lib/egress-proxies"):
         assert "emptyDir" in volumes[mounts[path]["name"]], path
 
@@ -488,10 +498,15 @@ def test_metrics_service_selects_the_controller():
 CONTROLLER_RULES = {
     (GROUP, "proxies"): {"get", "list", "watch", "patch"},
     (GROUP, "proxies/status"): {"update"},
-    (GROUP, "providerhealths"): {"get", "list", "create", "delete"},
-    (GROUP, "providerhealths/status"): {"update"},
     ("", "secrets"): {"get"},
     ("", "events"): {"create", "patch"},
+}
+# What has no namespace: cluster-wide in every install (the namespaced overlay included).
+CLUSTER_SCOPED_RULES = {
+    (GROUP, "providerhealths"): {"get", "list", "create", "delete"},
+    (GROUP, "providerhealths/status"): {"update"},
+    ("authentication.k8s.io", "tokenreviews"): {"create"},  # authenticated metrics
+    ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update", "list", "delete"}}
 KUBERNETES_PROVIDER_RULES = {
@@ -506,11 +521,13 @@ KUBERNETES_PROVIDER_RULES = {
 
 ROLE_FILES = (
     "rbac/cluster_role.yaml",
+    "rbac/cluster_scoped_role.yaml",
     "rbac/leader_election_role.yaml",
     "rbac/kubernetes-provider/cluster_role.yaml",
 )
 BINDING_FILES = (
     "rbac/cluster_role_binding.yaml",
+    "rbac/cluster_scoped_role_binding.yaml",
     "rbac/leader_election_role_binding.yaml",
     "rbac/kubernetes-provider/cluster_role_binding.yaml",
 )
@@ -538,6 +555,7 @@ def rbac_roles() -> list[dict]:
 def test_rbac_is_exactly_the_least_privilege_table():
     controller = one("rbac/cluster_role.yaml", "ClusterRole")
     assert grants(controller) == CONTROLLER_RULES
+    assert grants(one("rbac/cluster_scoped_role.yaml", "ClusterRole")) == CLUSTER_SCOPED_RULES
     lease = one("rbac/leader_election_role.yaml", "Role")
     assert lease["metadata"]["namespace"] == NAMESPACE
     assert grants(lease) == LEASE_RULES
@@ -571,7 +589,12 @@ def test_bindings_name_the_controller_service_account():
     assert deployment()["metadata"]["namespace"] == NAMESPACE
     roles = {(r["kind"], r["metadata"]["name"]) for r in rbac_roles()}
     bindings = [doc for rel in BINDING_FILES for doc in load(rel)]
-    assert [b["kind"] for b in bindings] == ["ClusterRoleBinding", "RoleBinding", "ClusterRoleBinding"]
+    assert [b["kind"] for b in bindings] == [
+        "ClusterRoleBinding",
+        "ClusterRoleBinding",
+        "RoleBinding",
+        "ClusterRoleBinding",
+    ]
     for binding in bindings:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}
