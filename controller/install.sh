@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The controller image's install steps, in one place: controller/Containerfile runs them to build
-# the image and has no install steps of its own.
+# the image, and tests/controller/test_installed_controller.py runs them (in `make test`) into a
+# scratch prefix and starts the controller from what they installed, as the Deployment would.
+# Neither has install steps of its own, so the two cannot drift.
 #
 # usage: controller/install.sh STEP SRC
 #   debs build|runtime   the Debian packages the build stage needs (headers to compile
 #                        libvirt-python) or the final image needs at run time; `--list` as a
-#                        third argument prints them instead
+#                        third argument prints them instead (hack/bootstrap.sh installs both
+#                        lists on test machines)
 #   python               a virtualenv at $VENV with every package of SRC/controller/requirements.lock,
 #                        hash-checked (--require-hashes), nothing resolved (--no-deps)
 #   collections          the collections galaxy.yml depends on (hack/collections.txt), then the
@@ -14,8 +17,8 @@
 #   all                  python, collections and controller
 #
 # VENV defaults to /opt/venv and COLLECTIONS to /usr/share/ansible/collections (the image's
-# paths); PYTHON (default python3) makes the venv. pip honours its usual environment
-# (PIP_FIND_LINKS, PIP_NO_INDEX...).
+# paths); PYTHON (default python3) makes the venv. pip honours its usual environment (the test
+# points PIP_FIND_LINKS at a download cache and sets PIP_NO_INDEX).
 #
 # Why the dependency collections are placed first, from the community `ansible` package's wheel:
 # galaxy.yml declares kubernetes.core and ansible.posix, so `ansible-galaxy collection install
