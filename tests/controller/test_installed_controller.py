@@ -458,8 +458,12 @@ def test_the_installed_controller_runs_as_the_deployment_says(installed, kube_cl
     providers["installation"] = "installed-%08x" % random.SystemRandom().getrandbits(32)
     providers["providers"].append({"name": "local", "type": "local"})
     overlay = write_overlay(tmp_path / "overlay", providers)
+    # --force-conflicts: the session's control plane may hold these objects already, applied by
+    # another test under its own field manager with other values (the controller role's test sets
+    # another image); a user re-installing over a role-made install needs it too.
+    apply = ["apply", "--server-side", "--force-conflicts", "-k", overlay]
     applied = subprocess.run(
-        [kubectl(), "--kubeconfig", kube_cluster.kubeconfig, "apply", "--server-side", "-k", overlay],
+        [kubectl(), "--kubeconfig", kube_cluster.kubeconfig, *apply],
         capture_output=True,
         text=True,
         check=False,
