@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs the test binaries' builds (the Kubernetes control plane, Toxiproxy) in the background of
-# `make test`, so their cold build (6-18 minutes of Go compilation) overlaps the steps that do not
-# need them: bootstrap, lint, sanity and the part of pytest that runs before the first test asking
-# for the control plane (tests/conftest.py orders those last). The builds run niced, so the steps
+# Runs the test binaries' builds (the Kubernetes control plane, its kubectl, Toxiproxy) in the
+# background of `make test`, so their cold build (6-18 minutes of Go compilation) overlaps the
+# steps that do not need them: bootstrap, lint, sanity and the part of pytest that runs before the
+# first test asking for the control plane (tests/conftest.py orders those last). The builds run niced, so the steps
 # in front keep their share of the two cores; a test that needs a binary waits for it on the
 # build's own lock (build.sh and build_toxiproxy.sh take it first), never on this script.
 #
@@ -28,6 +28,9 @@ start)
     # shellcheck disable=SC2016
     nice -n 10 "$root/hack/timed.sh" "Kubernetes test control plane binaries (background)" \
       bash -c '"$1" >/dev/null' - "$root/tests/cluster/build.sh" || status=1
+    # shellcheck disable=SC2016
+    nice -n 10 "$root/hack/timed.sh" "kubectl for the installed-controller test (background)" \
+      bash -c '"$1" kubectl >/dev/null' - "$root/tests/cluster/build.sh" || status=1
     # shellcheck disable=SC2016
     nice -n 10 "$root/hack/timed.sh" "Toxiproxy for the fault matrix (background)" \
       bash -c '"$1" >/dev/null' - "$root/tests/cluster/build_toxiproxy.sh" || status=1

@@ -22,6 +22,14 @@ apt_packages+=(gcc pkg-config libvirt-dev)
   # packs its initramfs, xorriso its ISO.
   cpio xorriso
 )
+# The controller image's build and runtime packages (controller/install.sh, which the Containerfile
+# runs too): tests/controller/test_installed_controller.py installs and runs the controller as the
+# image does, tini as PID 1 included.
+if [ "$profile" = test ]; then
+  for kind in build runtime; do
+    while read -r pkg; do apt_packages+=("$pkg"); done < <("$root/controller/install.sh" debs "$kind" --list)
+  done
+fi
 missing=()
 for pkg in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

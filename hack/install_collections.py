@@ -6,8 +6,8 @@ ansible-core finds them beside (and could prefer them to) the project's own path
 pinned few the roles use are wanted. Why not ansible-galaxy: Galaxy is not reachable here.
 
 Usage: install_collections.py PINS COLLECTIONS_PATH. Fast when everything is installed (reads
-MANIFEST.json only); otherwise ``pip download``s the pinned wheel (pip's cache makes a repeat
-cheap), copies each collection's directory into place (atomically, by rename) and checks that
+MANIFEST.json only); otherwise ``pip download``s the pinned wheel, hash-checked (the pins file
+carries its sha256), copies each collection's directory into place (atomically, by rename) and checks that
 the version it ships is the pinned one.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import zipfile
 
 
 def read_pins(path: str) -> tuple[str, dict[str, str]]:
-    """The ``ansible==X`` requirement and {collection: version} of the pins file."""
+    """The ``ansible==X --hash=sha256:H`` requirement and {collection: version} of the pins file."""
     package, collections = "", {}
     with open(path, encoding="utf-8") as handle:
         for line in handle:
@@ -34,6 +35,8 @@ def read_pins(path: str) -> tuple[str, dict[str, str]]:
             if not version:
                 raise SystemExit("%s: %r is not NAME==VERSION" % (path, line))
             if name == "ansible":
+                if not re.search(r" --hash=sha256:[0-9a-f]{64}$", version):
+                    raise SystemExit("%s: %r has no --hash=sha256:... of the wheel" % (path, line))
                 package = line
             else:
                 collections[name] = version
@@ -87,9 +90,13 @@ def main(pins_file: str, root: str) -> int:
         return 0
     print(
         "==> installing the collections %s from %s"
-        % (", ".join("%s %s" % i for i in missing.items()), package)
+        % (", ".join("%s %s" % i for i in missing.items()), package.split()[0])
     )
     with tempfile.TemporaryDirectory() as download:
+        # Hash-checked: a wheel that is not the pinned one is refused.
+        requirement = os.path.join(download, "requirement.txt")
+        with open(requirement, "w", encoding="utf-8") as handle:
+            handle.write(package + "\n")
         subprocess.run(
             [
                 sys.executable,
@@ -100,9 +107,11 @@ def main(pins_file: str, root: str) -> int:
                 "--disable-pip-version-check",
                 "--no-deps",
                 "--only-binary=:all:",
+                "--require-hashes",
                 "--dest",
                 download,
-                package,
+                "-r",
+                requirement,
             ],
             check=True,
         )

@@ -25,11 +25,27 @@ cache_root=${EGRESS_K8S_CACHE:-/var/cache/egress-proxies/k8s}
 key=$({ cat "$here/versions.env"; "$GO" env GOVERSION; } | sha256sum | cut -c1-16)
 dir=$cache_root/$key
 binaries=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+# `build.sh kubectl`: kubectl of the same release alone (the installed-controller test applies
+# the manifests with `kubectl apply -k` as users do), in a directory of its own so the control
+# plane's cached set stays valid; most of its packages are the control plane's, already in
+# GOCACHE.
+what=${1:-control-plane}
+case $what in
+  control-plane) ;;
+  kubectl)
+    dir=$cache_root/kubectl-$key
+    binaries=(kubectl)
+    ;;
+  *)
+    echo "usage: build.sh [control-plane|kubectl]" >&2
+    exit 2
+    ;;
+esac
 
 complete() {
   local b
   for b in "${binaries[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done
-  [ -s "$dir/bin/stages.yaml" ]
+  [ "$what" = kubectl ] || [ -s "$dir/bin/stages.yaml" ]
 }
 
 say() { printf '[cluster-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -59,7 +75,7 @@ export CGO_ENABLED=0
 # Keep the compile cache next to the binaries, so `rm -rf` of the cache root frees everything.
 export GOCACHE=$cache_root/gocache
 
-say "building the test control plane into $dir (cold build: tens of minutes on 2 cores;"
+say "building $what into $dir (cold build: tens of minutes on 2 cores for the control plane;"
 say "  k8s $K8S_VERSION, staging $K8S_STAGING_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION, $("$GO" env GOVERSION), -p $jobs)"
 
 # go build -v names each package as it is compiled: show a count every 100, not thousands of lines.
@@ -106,6 +122,21 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ld+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   k8s_ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
+if [ "$what" = kubectl ]; then
+  build kubectl "require k8s.io/kubernetes $K8S_VERSION
+
+replace (
+$replaces)
+
+tool k8s.io/kubernetes/cmd/kubectl" "$k8s_ld" "$work/bin/" k8s.io/kubernetes/cmd/kubectl
+  rm -rf "${dir:?}/bin"
+  mv "$work/bin" "$dir/bin"
+  rm -rf "$work"
+  say "kubectl built in $(($(date +%s) - start))s: $dir/bin"
+  echo "$dir/bin"
+  exit 0
+fi
+
 build kubernetes "require k8s.io/kubernetes $K8S_VERSION
 
 replace (

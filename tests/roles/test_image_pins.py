@@ -1,7 +1,8 @@
 """The images are reproducible: every base image (controller/Containerfile's FROM lines, the
 execution environment's base_image) is pinned by a digest, and the controller image installs
-its Python packages only from controller/requirements.lock, which pins every requirement the
-repository declares (requirements.txt, controller/requirements.txt, controller/pyproject.toml
+(through controller/install.sh) its Python packages only from controller/requirements.lock and
+its dependency collections only from the hash-pinned ``ansible`` wheel; the lock pins every
+requirement the repository declares (requirements.txt, controller/requirements.txt, controller/pyproject.toml
 and its build requirement) with hashes, at versions those declarations accept, and is closed:
 each locked package's own dependencies (as installed here, where the versions match) are locked
 too. Images cannot be pulled on this machine, so the digests themselves are not fetched.
@@ -86,13 +87,22 @@ def test_every_base_image_is_pinned_by_digest():
 
 
 def test_the_image_installs_only_from_the_lock_with_hashes():
+    """Every install step is controller/install.sh's (the script `make test` installs with too),
+    and each of its pip installs is hash-checked or reaches no index."""
     text = _read("controller", "Containerfile")
-    installs = [line for line in text.splitlines() if re.search(r"\bpip install\b", line)]
-    assert installs, "no pip install in the Containerfile"
-    assert any("--require-hashes" in line and "/src/requirements.lock" in line for line in installs)
+    assert not re.search(r"\bpip (install|download)\b", text), "an install step outside controller/install.sh"
+    steps = re.findall(r"install\.sh (debs build|debs runtime|python|collections|controller)\b", text)
+    assert sorted(set(steps)) == ["collections", "controller", "debs build", "debs runtime", "python"], steps
+    assert "COPY controller/requirements.lock " in text  # its own layer, cached while sources change
+    script = _read("controller", "install.sh")
+    installs = [line for line in script.splitlines() if re.search(r"\bpip_ install\b", line)]
+    assert any("--require-hashes" in line and "requirements.lock" in line for line in installs), installs
     for line in installs:  # everything else installs nothing from an index
         assert "--require-hashes" in line or ("--no-deps" in line and "--no-index" in line), line
-    assert "COPY controller/requirements.lock /src/requirements.lock" in text
+    # The dependency collections come from the `ansible` wheel, itself pinned by its hash.
+    pins = _read("hack", "collections.txt")
+    assert re.search(r"^ansible==\S+ --hash=sha256:[0-9a-f]{64}$", pins, re.M), pins
+    assert "--require-hashes" in _read("hack", "install_collections.py")
 
 
 def test_the_lock_pins_every_declared_requirement_with_hashes():
