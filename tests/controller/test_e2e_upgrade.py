@@ -294,11 +294,12 @@ def pods_and_maps(admin, namespace: str) -> dict:
 
 
 def metric_sum(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of ``name`` (Prometheus text) whose labels include ``labels``."""
     total = 0.0
     for line in text.splitlines():
-        if not line.startswith(name + "{"):
+        if not line.startswith((name + "{", name + " ")):
             continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', line[: line.rindex("}")]))
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line[: line.rfind("}") + 1]))
         if all(got.get(k) == v for k, v in labels.items()):
             total += float(line.rsplit(" ", 1)[1])
     return total
@@ -380,6 +381,8 @@ def test_an_upgrade_from_the_last_release_keeps_every_instance(plane, tmp_path):
             custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body, dry_run="All")
         new.start(extra_args=NEW_FLAGS)
         new.wait_ready()
+        # Both run, as in a rolling update: the new one stands by while the old one leads.
+        assert "\negress_proxies_leader 0.0\n" in new.metrics()
         assert old.stop() == 0, old.tail()
 
         def polled_twice_and_collected():
