@@ -138,6 +138,10 @@ CONSTRAINTS = (
 )
 
 
+def _rules(schema: dict) -> set:
+    return {r.get("rule") for r in schema.get("x-kubernetes-validations") or ()}
+
+
 def schema_breaks(old: dict, new: dict, path: str = "") -> list:
     """Where ``new`` could refuse or prune an object ``old`` accepted (empty: it only grew)."""
     breaks = []
@@ -151,11 +155,8 @@ def schema_breaks(old: dict, new: dict, path: str = "") -> list:
             "%s: newly required %s"
             % (path or ".", sorted(set(new["required"]) - set(old.get("required") or ())))
         )
-    rules = lambda s: [r.get("rule") for r in s.get("x-kubernetes-validations") or ()]  # noqa: E731
-    if not set(rules(new)) <= set(rules(old)):
-        breaks.append(
-            "%s: new validation rules %s" % (path or ".", sorted(set(rules(new)) - set(rules(old))))
-        )
+    if not _rules(new) <= _rules(old):
+        breaks.append("%s: new validation rules %s" % (path or ".", sorted(_rules(new) - _rules(old))))
     if old.get("x-kubernetes-preserve-unknown-fields") and not new.get(
         "x-kubernetes-preserve-unknown-fields"
     ):
