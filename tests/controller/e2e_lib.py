@@ -162,7 +162,9 @@ class ControllerProcess:
             yaml.safe_dump(providers, handle)
         os.replace(tmp, self.providers_file)
 
-    def start(self, fault: str = "", extra_args=()) -> None:
+    def start(self, fault: str = "", extra_args=(), *, code: str = ROOT, collections: str = "") -> None:
+        """``code``: the tree whose controller package runs (the upgrade test starts a release's);
+        ``collections``: the ANSIBLE_COLLECTIONS_PATH its modules come from (this tree's venv's)."""
         # Everything the controller can write is under workdir: its home (ansible's ~/.ansible),
         # its TMPDIR and its work dir, so a leak test can search all of it.
         home, tmp = os.path.join(self.workdir, "home"), os.path.join(self.workdir, "tmp")
@@ -170,8 +172,8 @@ class ControllerProcess:
         os.makedirs(tmp, mode=0o700, exist_ok=True)
         env = dict(
             os.environ,
-            PYTHONPATH=os.path.join(ROOT, "controller"),
-            ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".venv", "collections"),
+            PYTHONPATH=os.path.join(code, "controller"),
+            ANSIBLE_COLLECTIONS_PATH=collections or os.path.join(ROOT, ".venv", "collections"),
             HOME=home,
             TMPDIR=tmp,
         )
