@@ -15,6 +15,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from . import version
 from .poll_gaps import PollGaps
+from .proxy_metrics import ProxyConditions
 from .queue_metrics import WorkQueueMetrics
 from .rest_metrics import RestClientMetrics
 
@@ -149,7 +150,10 @@ class Metrics:
             registry=self.registry,
         )
         self.is_leader = Gauge(
-            "egress_proxies_leader", "1 when this replica holds the lease.", registry=self.registry
+            "egress_proxies_leader",
+            "1 when this replica holds the leader Lease, or runs without leader election (then it is the "
+            "only one that reconciles).",
+            registry=self.registry,
         )
         # Always 1; the version is the label, as Prometheus' *_build_info convention has it.
         self.build_info = Gauge(
@@ -159,6 +163,11 @@ class Metrics:
             registry=self.registry,
         )
         self.build_info.labels(version.package_version()).set(1)
+
+    def count_proxies(self, objects) -> None:
+        """Report ``egress_proxies_proxies`` and ``..._not_ready_seconds`` from ``objects()`` (the
+        informer's cache) at every scrape."""
+        self.registry.register(ProxyConditions(objects))
 
     def provider_call(self, record: dict) -> None:
         provider, op = record.get("provider", ""), record.get("op", "")
