@@ -20,6 +20,7 @@ from .queue_metrics import WorkQueueMetrics
 from .rest_metrics import RestClientMetrics
 
 CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
+RESULTS = ("success", "error", "requeue_after")  # what Manager._finish reports
 
 
 def _children_cpu_seconds() -> float:
@@ -78,6 +79,11 @@ class Metrics:
             ["controller"],
             registry=self.registry,
         )
+        # Zero from the start, as controller-runtime initialises them: a rate over a series that
+        # appears only with the first error is no rate at all (alerts on it would never fire).
+        for result in RESULTS:
+            self.reconciles.labels(CONTROLLER, result)
+        self.reconcile_errors.labels(CONTROLLER)
         self.reconcile_seconds = Histogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
@@ -175,7 +181,7 @@ class Metrics:
         self.provider_seconds.labels(provider, op).observe(float(record.get("duration_seconds") or 0))
 
     def reconciled(self, result: str, seconds: float) -> None:
-        """One key's step: ``result`` is success, error, requeue or requeue_after."""
+        """One key's step: ``result`` is one of RESULTS."""
         self.reconciles.labels(CONTROLLER, result).inc()
         if result == "error":
             self.reconcile_errors.labels(CONTROLLER).inc()
