@@ -1,7 +1,8 @@
 """The shipped Grafana dashboard and PrometheusRule (issue 29, point 6): every query is PromQL
 (promql.py stands in for promtool, which is not here), names the series operators need, and the
 end-to-end scrapes (monitoring_lib.check_scrape, from test_e2e_pools.py and test_e2e_shards.py)
-between them check every expression's names; the parser and the name check refuse what they must."""
+between them check every expression's names; the parser and the name check refuse what they must;
+the rule passes the Prometheus Operator's schema on the test API server."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import os
 import re
 
 import pytest
+import yaml
 from egress_proxies_controller import metrics as metrics_mod
+from kubernetes.dynamic import DynamicClient
 
-from . import kustomize_render, monitoring_lib, promql
+from . import e2e_lib, kustomize_render, monitoring_lib, promql, test_kustomize
 
 DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 
@@ -142,3 +145,30 @@ def test_the_rule_alerts_on_what_issue_29_names_and_is_an_optional_component():
     for overlay in ("default", "with-kubernetes-provider"):  # the CRD may be absent: never by default
         kinds = {o["kind"] for o in kustomize_render.render(os.path.join(monitoring_lib.CONFIG, overlay))}
         assert "PrometheusRule" not in kinds, overlay
+
+
+PROMETHEUS_RULE_CRD = os.path.join(
+    os.path.dirname(__file__), "crds", "prometheusrules.monitoring.coreos.com.yaml"
+)
+
+
+def test_the_rule_passes_the_prometheus_operator_schema(kube_admin):
+    """The component's PrometheusRule, rendered, is stored unpruned by a server-side dry run
+    against the Prometheus Operator's CRD (tests/controller/crds/), which refuses a bad ``for``
+    and a rule without ``expr``."""
+    with open(PROMETHEUS_RULE_CRD, encoding="utf-8") as handle:
+        crd = yaml.safe_load(handle)
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": e2e_lib.CONTROLLER_NS}}
+    e2e_lib.apply_all(kube_admin, [crd, namespace])  # both kept: installing them twice is harmless
+    dynamic = DynamicClient(kube_admin)
+    (rule,) = kustomize_render.render(os.path.join(monitoring_lib.CONFIG, "prometheus-rules"))
+    stored = test_kustomize.dry_run_apply(dynamic, rule)
+    assert stored["spec"] == rule["spec"]  # nothing pruned: every field is one the schema has
+    bad = yaml.safe_load(yaml.safe_dump(rule))
+    bad["spec"]["groups"][0]["rules"][0]["for"] = "5 minutes"
+    with pytest.raises(Exception, match="for"):
+        test_kustomize.dry_run_apply(dynamic, bad)
+    del bad["spec"]["groups"][0]["rules"][0]["expr"]
+    bad["spec"]["groups"][0]["rules"][0]["for"] = "5m"
+    with pytest.raises(Exception, match="expr"):
+        test_kustomize.dry_run_apply(dynamic, bad)
