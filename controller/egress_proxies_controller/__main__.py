@@ -302,6 +302,7 @@ def _main(argv) -> int:
     kube = kube_mod.Kube(api_client)
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
+    metrics.count_proxies(informer.objects)
     state = {"leader": not args.leader_elect, "config": None}
     sharding = None
     if sharded:
@@ -386,6 +387,8 @@ def _main(argv) -> int:
             return 0
         state["leader"] = True
         metrics.is_leader.set(1)
+    else:
+        metrics.is_leader.set(1)  # without leader election this replica alone reconciles
     may_act = (elector.healthy if sharded else elector.leading) if elector is not None else (lambda: True)
 
     settings = Settings(

@@ -94,6 +94,11 @@ class Informer:
         with self._lock:
             return list(self._cache)
 
+    def objects(self) -> list:
+        """A snapshot of every cached Proxy (the objects themselves: callers only read them)."""
+        with self._lock:
+            return list(self._cache.values())
+
     def uids(self) -> list:
         """Every cached Proxy's UID; only meaningful once ``synced`` is set."""
         with self._lock:

@@ -15,10 +15,12 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from . import version
 from .poll_gaps import PollGaps
+from .proxy_metrics import ProxyConditions
 from .queue_metrics import WorkQueueMetrics
 from .rest_metrics import RestClientMetrics
 
 CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
+RESULTS = ("success", "error", "requeue_after")  # what Manager._finish reports
 
 
 def _children_cpu_seconds() -> float:
@@ -77,6 +79,11 @@ class Metrics:
             ["controller"],
             registry=self.registry,
         )
+        # Zero from the start, as controller-runtime initialises them: a rate over a series that
+        # appears only with the first error is no rate at all (alerts on it would never fire).
+        for result in RESULTS:
+            self.reconciles.labels(CONTROLLER, result)
+        self.reconcile_errors.labels(CONTROLLER)
         self.reconcile_seconds = Histogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
@@ -149,7 +156,10 @@ class Metrics:
             registry=self.registry,
         )
         self.is_leader = Gauge(
-            "egress_proxies_leader", "1 when this replica holds the lease.", registry=self.registry
+            "egress_proxies_leader",
+            "1 when this replica holds the leader Lease, or runs without leader election (then it is the "
+            "only one that reconciles).",
+            registry=self.registry,
         )
         # Always 1; the version is the label, as Prometheus' *_build_info convention has it.
         self.build_info = Gauge(
@@ -160,13 +170,18 @@ class Metrics:
         )
         self.build_info.labels(version.package_version()).set(1)
 
+    def count_proxies(self, objects) -> None:
+        """Report ``egress_proxies_proxies`` and ``..._not_ready_seconds`` from ``objects()`` (the
+        informer's cache) at every scrape."""
+        self.registry.register(ProxyConditions(objects))
+
     def provider_call(self, record: dict) -> None:
         provider, op = record.get("provider", ""), record.get("op", "")
         self.provider_ops.labels(provider, op, record.get("class", "")).inc()
         self.provider_seconds.labels(provider, op).observe(float(record.get("duration_seconds") or 0))
 
     def reconciled(self, result: str, seconds: float) -> None:
-        """One key's step: ``result`` is success, error, requeue or requeue_after."""
+        """One key's step: ``result`` is one of RESULTS."""
         self.reconciles.labels(CONTROLLER, result).inc()
         if result == "error":
             self.reconcile_errors.labels(CONTROLLER).inc()

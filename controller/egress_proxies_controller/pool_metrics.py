@@ -17,6 +17,18 @@ class PoolMetrics:
         self.ready = Gauge(
             "egress_proxies_pool_ready_replicas", "Ready members of a pool.", labels, registry=registry
         )
+        self.updated = Gauge(
+            "egress_proxies_pool_updated_replicas",
+            "Members of a pool at its current revision (a rotation's progress).",
+            labels,
+            registry=registry,
+        )
+        self.min_available = Gauge(
+            "egress_proxies_pool_min_available_replicas",
+            "The floor a rotation keeps: desired replicas minus the strategy's maxUnavailable (resolved).",
+            labels,
+            registry=registry,
+        )
         self.target_desired = Gauge(
             "egress_proxies_pool_target_desired_replicas",
             "Members a spread target should have (0 while it is skipped).",
@@ -37,7 +49,7 @@ class PoolMetrics:
         )
 
     def forget(self, namespace: str, pool: str, targets) -> None:
-        for gauge in (self.desired, self.replicas, self.ready):
+        for gauge in (self.desired, self.replicas, self.ready, self.updated, self.min_available):
             try:
                 gauge.remove(namespace, pool)
             except KeyError:

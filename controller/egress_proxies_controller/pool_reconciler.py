@@ -323,5 +323,8 @@ class PoolController(PeriodicLoop):
         self.metrics.desired.labels(pool.namespace, pool.name).set(pool.replicas)
         self.metrics.replicas.labels(pool.namespace, pool.name).set(status["replicas"])
         self.metrics.ready.labels(pool.namespace, pool.name).set(status["readyReplicas"])
+        self.metrics.updated.labels(pool.namespace, pool.name).set(status["updatedReplicas"])
+        _surge, unavailable = pool_rollout.budget(pool.replicas, pool.max_surge, pool.max_unavailable)
+        self.metrics.min_available.labels(pool.namespace, pool.name).set(max(0, pool.replicas - unavailable))
         for target, count in desired.items():
             self.metrics.target_desired.labels(pool.namespace, pool.name, target).set(count)

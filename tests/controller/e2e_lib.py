@@ -86,6 +86,13 @@ def _apply(admin, doc: dict) -> None:
             replace()
 
 
+def apply_all(admin, docs) -> None:
+    """Create each of ``docs`` (a CRD, waiting until it is established, or replaced when it
+    exists; a Namespace; RBAC), as ``install_api`` does with the shipped ones."""
+    for doc in docs:
+        _apply(admin, doc)
+
+
 def install_api(admin) -> None:
     """The CRDs, the controller's namespace and its RBAC, exactly as shipped."""
     for doc in _docs(os.path.join(CONFIG, "crd")):

@@ -19,7 +19,7 @@ from contract.local_backend import random_loopback_range
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from . import e2e_lib
+from . import e2e_lib, monitoring_lib
 from .e2e_lib import GROUP, PLURAL, VERSION, condition, proxy_body, wait_proxy
 
 pytestmark = [pytest.mark.squid]
@@ -511,6 +511,8 @@ def test_provider_health_follows_the_backend_and_the_providers_file(e2e):
     assert condition(obj, "Ready")["reason"] == "SquidNotFound"
     gauge = 'egress_proxies_provider_target_ready{provider="local",target="squid"} 0.0'
     kube_testlib.wait_for("gauge", lambda: gauge in e2e.controller.metrics(), 30)
+    # The shipped dashboard's and alerts' provider-health expressions name only what it exports.
+    assert monitoring_lib.check_scrape(e2e.controller.metrics(), "provider-health") >= 2
     e2e.controller.write_providers(e2e.providers)
     kube_testlib.wait_for("local Ready again", lambda: ready_is("local", "True"), 90)
     fewer = json.loads(json.dumps(e2e.providers))

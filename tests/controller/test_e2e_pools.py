@@ -11,7 +11,7 @@ import pytest
 from cluster import kube_testlib
 from kubernetes import client as k8s
 
-from . import e2e_lib, test_e2e
+from . import e2e_lib, monitoring_lib, test_e2e
 from .e2e_lib import condition
 from .pool_e2e_lib import PoolE2E
 
@@ -95,6 +95,16 @@ def test_a_pool_spreads_scales_publishes_and_goes_with_its_members(pools, origin
     assert {"MembersCreated", "MemberDeleted", "Ready"} <= reasons
     metrics = pools.controller.metrics()
     assert 'egress_proxies_pool_ready_replicas{namespace="%s",pool="web"} 8.0' % pools.namespace in metrics
+    assert 'egress_proxies_pool_updated_replicas{namespace="%s",pool="web"} 8.0' % pools.namespace in metrics
+    for provider, count in (("local", 5), ("second", 3)):
+        assert (
+            'egress_proxies_proxies{provider="%s",ready="True",reason="Running"} %d.0' % (provider, count)
+            in metrics
+        )
+    assert "egress_proxies_leader 1.0" in metrics
+    # The shipped dashboard and alerts name only series this controller exports (those of
+    # --shards and of the health monitor: test_e2e_shards.py, test_e2e.py).
+    assert monitoring_lib.check_scrape(metrics, "") >= 30
 
     pools.delete_pool("web")
     kube_testlib.wait_for("pool gone", lambda: pools.pool("web") is None, timeout=120)

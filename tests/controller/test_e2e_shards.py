@@ -19,7 +19,7 @@ from cluster import kube_testlib
 from egress_proxies_controller import shards
 from kubernetes import client as k8s
 
-from . import e2e_lib, shard_lib
+from . import e2e_lib, monitoring_lib, shard_lib
 from .e2e_lib import GROUP, PLURAL, VERSION, proxy_body
 
 pytestmark = [pytest.mark.squid]
@@ -122,11 +122,15 @@ def test_three_replicas_split_the_shards_and_take_over_a_killed_one(
         assert {uid: len(p) for uid, p in pods.items()} == dict.fromkeys(before, 1)
 
         # Each replica reconciled only its own shard's Proxies: the metrics say how many it held.
+        checked = 0
         for identity, proc in identities.items():
             held = [s for s, h in holders.items() if h == identity]
             text = proc.metrics()
             for shard in held:
                 assert 'egress_proxies_shard_held{shard="%d"} 1.0' % shard in text
+            if held:  # the shipped dashboard's and alerts' shard expressions name only what it exports
+                checked += monitoring_lib.check_scrape(text, "shards")
+        assert checked
 
         victim_identity = holders[0]
         victim = identities[victim_identity]

@@ -195,6 +195,22 @@ def test_crd_schema_is_structural(plural):
             re.compile(node["pattern"])
 
 
+@pytest.mark.parametrize("plural", ["proxies", "proxypools", "providerhealths"])
+def test_every_crd_field_has_a_description(plural):
+    """``kubectl explain proxy.spec`` (and every other path) prints each field's description: no
+    property of the schema, however deep, may lack one (array items are described by their
+    array's field). Except ``metadata``: the API server refuses anything but its type there (it
+    is ObjectMeta, which kubectl explain describes itself)."""
+    missing = [
+        path or "(root)"
+        for path, node in walk(schema_of(plural))
+        if not path.endswith(("[]", "{}"))
+        and path != ".metadata"
+        and not str(node.get("description") or "").strip()
+    ]
+    assert missing == [], "%s: no description: %s" % (plural, ", ".join(missing))
+
+
 @pytest.mark.parametrize(
     ("plural", "kind", "scope", "short"),
     [("proxies", "Proxy", "Namespaced", "px"), ("providerhealths", "ProviderHealth", "Cluster", "ph")],

@@ -48,6 +48,10 @@ def test_adds_depth_latency_work_and_retries_follow_the_queue():
 
 def test_reconcile_results_errors_and_process_figures_are_exported():
     m = metrics_mod.Metrics()
+    text = m.render().decode()  # every series is there, at 0, before the first reconcile
+    for result in ("success", "error", "requeue_after"):
+        assert 'controller_runtime_reconcile_total{controller="proxy",result="%s"} 0.0' % result in text
+    assert 'controller_runtime_reconcile_errors_total{controller="proxy"} 0.0' in text
     m.reconciled("success", 1.5)
     m.reconciled("error", 0.5)
     m.reconciled("requeue_after", 0.2)
