@@ -9,6 +9,7 @@ sends SIGKILL for the crash tests.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -146,6 +147,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@functools.cache
+def controller_knows(code: str, flag: str) -> bool:
+    """Whether the controller package of the tree ``code`` has the command-line flag ``flag``
+    (the upgrade test starts a release's controller, which may predate a flag)."""
+    if code == ROOT:
+        return True
+    out = subprocess.run(
+        [sys.executable, "-m", "egress_proxies_controller", "--help"],
+        env=dict(os.environ, PYTHONPATH=os.path.join(code, "controller")),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return flag in out.stdout.split()
+
+
 class ControllerProcess:
     def __init__(self, workdir: str, kubeconfig: str, providers: dict, namespace: str, lease_id: str):
         self.workdir = workdir
@@ -206,7 +223,10 @@ class ControllerProcess:
             *(
                 ["--metrics-cert-dir", self.metrics_cert_dir]
                 if self.metrics_cert_dir is not None
+                # A release from before authenticated metrics serves plain HTTP and has no flag.
                 else ["--metrics-insecure"]
+                if controller_knows(code, "--metrics-insecure")
+                else []
             ),
             "--leader-elect",
             "--leader-election-namespace",
