@@ -10,8 +10,10 @@ it has that has not failed: Running, or on its way like those made in this run) 
 again, so its share goes to the others (a target whose provider knows what it can ever hold,
 ``Provider.capacity``, is capped there from the start); then converge the members that stay
 (``proxy_instance``'s present: a Stopped one is restarted, credentials rotated) and delete the
-extras, Terminated first, then newest not-Running, then the oldest (``pool_members``). Every
-create, check and delete is ``proxy_instance``'s own
+extras, Terminated first, then newest not-Running, then the oldest (``pool_members``). Where no
+pool lock serialised the run (``pool_lock``: only the local provider has one), list the pool
+again and trim it to ``count`` by a fixed order (``pool_members.trim``), so two runs at once
+leave ``count`` members. Every create, check and delete is ``proxy_instance``'s own
 ``Converger``, ownership checks included, run through ``batch``.
 """
 

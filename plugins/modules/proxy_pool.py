@@ -35,6 +35,11 @@ description:
     targets.
   - A member name is kept on one provider only; a copy of it on another target's provider (left by
     two runs that raced, or made by hand) is deleted and that target gets a member under a free name.
+  - Two runs of one pool at once end with O(count) members. A local provider's pool lock serialises
+    them; elsewhere (gcp, kubernetes, kvm, kvm2) each run lists the pool again after its creates and
+    keeps the first O(count) members, one per name, oldest first (creation time, then slot, target
+    and provider), deleting the rest, so the run that lists last leaves exactly O(count) and
+    RV(members) is what that listing kept.
   - Members that stay are converged as M(crawl.egress_proxies.proxy_instance) would (a Stopped one
     is started again, O(auth) rotated in place); their placement and port are not changed (a
     changed template applies to new members; replace old ones by scaling or with
