@@ -15,10 +15,9 @@ import time
 import uuid
 
 import pytest
-from fakes.gcp import FakeCompute
-from fakes.gcp.model import Timing
 
 from .playbook import run_playbook
+from .test_modules_gcp import fake as fake_api
 
 pytestmark = [pytest.mark.playbook]
 
@@ -32,23 +31,15 @@ FORWARD = [
 POOL = {"pool": "p3", "count": 6, "placement": {"machine_type": "e2-small", "image": IMAGE}, "timeout": 120}
 
 
-@pytest.fixture
-def fake():
-    server = FakeCompute(
-        "fake-project", timing=Timing(provisioning=0.3, staging=0.3, operation=0.4, deletion=0.4)
-    )
-    server.state.quotas["us-central1"].update(INSTANCES=40.0, CPUS=80.0, IN_USE_ADDRESSES=40.0)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    assert server.response_problems == []  # every answer fits the discovery document
+fake = fake_api  # test_modules_gcp's fixture (the fake API server), by its name
 
 
 @pytest.fixture
 def two_gcp(tmp_path, fake):
     """Module defaults for two gcp providers on the fake; the pool is removed at teardown."""
+    fake.state.quotas["us-central1"].update(
+        INSTANCES=40.0, CPUS=80.0, IN_USE_ADDRESSES=40.0
+    )  # 10 may be made
     gcp = {"project": "fake-project", "apiEndpoint": fake.endpoint}
     defaults = {
         "providers": [{"name": name, "type": "gcp", "gcp": dict(gcp)} for name in ZONES],
