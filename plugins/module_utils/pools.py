@@ -223,12 +223,14 @@ def _run(pm, spec, timeout: float, settle: bool) -> dict:
         kept, to_go = pool_members.choose(growth.members, desired, growth.providers)
     fresh = growth.fresh if growth else set()
     synced, removed = _finish(pm, spec, kept, to_go, converger, concurrency, fresh)
+    by_key = {_key(r): r for r in (growth.created if growth else [])}
+    by_key.update({_key(r): r for r in synced if not r.get("failed")})
     settle_failures = []
     if growth is not None and settle:
         kept, trimmed, settle_failures = _settle(pm, spec, timeout, concurrency, converger, kept, to_go)
         removed = removed + trimmed
-    by_key = {_key(r): r for r in (growth.created if growth else [])}
-    by_key.update({_key(r): r for r in synced if not r.get("failed")})
+        if not settle_failures:
+            by_key = {}  # the members as the last listing has them
     create_failures = growth.failures if growth else []
     other_failures = [r for r in synced + removed if r.get("failed")] + settle_failures
     degraded = dict(growth.limited(desired), **growth.degraded) if growth else {}
