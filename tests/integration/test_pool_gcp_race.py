@@ -28,7 +28,12 @@ FORWARD = [
     {"provider": "ga", "weight": 2, "placement": {"zone": ZONES["ga"]}},
     {"provider": "gb", "weight": 1, "placement": {"zone": ZONES["gb"]}},
 ]
-POOL = {"pool": "p3", "count": 6, "placement": {"machine_type": "e2-small", "image": IMAGE}, "timeout": 120}
+POOL = {
+    "pool": "p3",
+    "count": 6,
+    "placement": {"region": "us-central1", "machine_type": "e2-small", "image": IMAGE},
+    "timeout": 120,
+}
 
 
 fake = fake_api  # test_modules_gcp's fixture (the fake API server), by its name
