@@ -44,9 +44,9 @@ class Backend:
 
 class Race:
     def __init__(self, runs: int):
-        self.gates = [threading.Event() for _ in range(runs)]
-        self.listed = [[] for _ in range(runs)]  # per run: one entry per list_by_tag
-        self.done = [threading.Event() for _ in range(runs)]
+        self.gates = [threading.Event() for _run in range(runs)]
+        self.listed = [[] for _run in range(runs)]  # per run: one entry per list_by_tag
+        self.done = [threading.Event() for _run in range(runs)]
         self.changed = threading.Condition()
 
     def note_list(self, run: int) -> None:
