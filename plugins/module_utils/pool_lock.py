@@ -10,7 +10,8 @@ provider's is ``<stateDir>/locks/.pool-<pool>``); the second run waits for the f
 ``timeout``, then plans from what the first left, or fails naming the lock and its holder having
 changed nothing. Locks are taken in path order (two runs with spreads in opposite orders never
 deadlock) and once per path (two providers on one stateDir share it). Check mode changes nothing,
-so it takes none.
+so it takes none. A spread with no such lock (gcp, kubernetes, libvirt) is not serialised: each
+run lists the pool again at its end and trims it to ``count`` instead (``pools._settle``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,12 @@ A member is one instance on one backend (``backend``, the provider's ``backend_k
 id): when two providers share a backend and both list one instance (one made before instances
 recorded their provider), the copy on its target's provider is the member and the other is a
 view of it, never an extra to delete: a pool never deletes a member it also counts as live.
+
+Two runs of one pool at once, where no lock serialises them (issue 28 §3), each end with
+``trim``: a run lists the pool again after its creates and keeps ``count`` members by an order
+that depends only on what never changes for an instance (``trim_order``: oldest first), never on
+states, the spread's order or which run applies it; so whichever run lists last leaves exactly
+``count`` members, and no run trims a member any other run's trim keeps.
 """
 
 from __future__ import annotations
@@ -144,6 +150,37 @@ def choose(members: list, desired: dict, providers: dict) -> tuple:
     kept_ids = {m.identity for m in kept}
     to_go = delete_order([m for m in members if m.identity not in kept_ids])
     return kept, to_go
+
+
+def trim_order(member: Member) -> tuple:
+    """A member's place in ``trim``: only what an instance keeps for life (its creation time, an
+    unknown one the oldest, then its slot, target and provider), so every run orders one
+    instance the same whenever it lists it."""
+    return (member.stamp, member.slot, member.target, member.provider, member.identity)
+
+
+def trim(members: list, count: int, providers: dict) -> tuple:
+    """``(kept, surplus)`` of a listing taken after a run's creates: the first ``count`` members
+    in ``trim_order``, one per name, of the targets in ``providers`` (target -> its provider);
+    every other member is surplus, but for a kept instance seen through another provider of its
+    backend. A run alone lists at most ``count`` names there: nothing is surplus.
+
+    Two runs never trim below ``count``: a member is surplus only when ``count`` names, or its
+    own name, come before it in the fixed order among what was listed; those are also before it
+    in a listing of everything, so a member that listing keeps is kept by every listing that
+    holds it, whatever the listing missed or still showed while another run deleted it. The run
+    that lists last, after both runs' creates and the other's trim, keeps exactly those members.
+    """
+    candidates = sorted(
+        (m for m in members if m.target in providers and m.provider == providers[m.target]), key=trim_order
+    )
+    kept, names = [], set()
+    for member in candidates:
+        if len(kept) < count and member.name not in names:
+            kept.append(member)
+            names.add(member.name)
+    kept_ids = {m.identity for m in kept}
+    return kept, delete_order([m for m in members if m.identity not in kept_ids])
 
 
 def free_slots(used, how_many: int) -> list:

@@ -10,8 +10,10 @@ it has that has not failed: Running, or on its way like those made in this run) 
 again, so its share goes to the others (a target whose provider knows what it can ever hold,
 ``Provider.capacity``, is capped there from the start); then converge the members that stay
 (``proxy_instance``'s present: a Stopped one is restarted, credentials rotated) and delete the
-extras, Terminated first, then newest not-Running, then the oldest (``pool_members``). Every
-create, check and delete is ``proxy_instance``'s own
+extras, Terminated first, then newest not-Running, then the oldest (``pool_members``). Where no
+pool lock serialised the run (``pool_lock``: only the local provider has one), list the pool
+again and trim it to ``count`` by a fixed order (``pool_members.trim``), so two runs at once
+leave ``count`` members. Every create, check and delete is ``proxy_instance``'s own
 ``Converger``, ownership checks included, run through ``batch``.
 """
 
@@ -201,12 +203,14 @@ def run(pm) -> dict:
     """The ``proxy_pool`` runner."""
     spec = pool_params.spec_from_params(pm.params, pm.raw_params, pm.config, pm.provider)
     timeout = float(pm.params["timeout"])
+    # Under a pool lock (a local provider in the spread) no other run creates meanwhile: no trim.
+    settle = not pm.check_mode and not pool_lock.paths(pm, spec)
     with pool_lock.held(pm, spec, Deadline(timeout)):
-        return _run(pm, spec, timeout)
+        return _run(pm, spec, timeout, settle)
 
 
-def _run(pm, spec, timeout: float) -> dict:
-    """One run under the pool's locks: list, grow, converge and delete."""
+def _run(pm, spec, timeout: float, settle: bool) -> dict:
+    """One run under the pool's locks: list, grow, converge and delete, then list again and trim."""
     concurrency = int(pm.params["concurrency"])
     before = list_members(pm, spec, timeout, concurrency)
     converger = instances.Converger(pm, timeout, check_fixed=False)  # members keep their port
@@ -221,15 +225,23 @@ def _run(pm, spec, timeout: float) -> dict:
     synced, removed = _finish(pm, spec, kept, to_go, converger, concurrency, fresh)
     by_key = {_key(r): r for r in (growth.created if growth else [])}
     by_key.update({_key(r): r for r in synced if not r.get("failed")})
+    settle_failures = []
+    if growth is not None and settle:
+        kept, trimmed, settle_failures = _settle(pm, spec, timeout, concurrency, converger, kept, to_go)
+        removed = removed + trimmed
+        if not settle_failures:
+            by_key = {}  # the members as the last listing has them
     create_failures = growth.failures if growth else []
-    other_failures = [r for r in synced + removed if r.get("failed")]
+    other_failures = [r for r in synced + removed if r.get("failed")] + settle_failures
     degraded = dict(growth.limited(desired), **growth.degraded) if growth else {}
     members = [_member_dict(m, by_key.get((m.provider, m.name))) for m in sorted(kept, key=lambda m: m.slot)]
     out = {
         "changed": bool(fresh) or any(r.get("changed") for r in synced + removed),
         "members": members,
-        "created": sorted((r["name"] for r in (growth.created if growth else [])), key=_slot_key),
-        "deleted": [r["name"] for r in removed if r.get("changed") and not r.get("failed")],
+        "created": sorted(
+            (_ref(r) for r in (growth.created if growth else [])), key=lambda r: (r["slot"], r["provider"])
+        ),
+        "deleted": [_ref(r) for r in removed if r.get("changed") and not r.get("failed")],
         "targets": _targets_report(spec, desired, kept, degraded),
         "degraded": list(degraded.values()),
         "failures": create_failures + other_failures,
@@ -250,8 +262,45 @@ def _run(pm, spec, timeout: float) -> dict:
     return out
 
 
-def _slot_key(name: str) -> int:
-    return int(name.rsplit("-", 1)[1])
+def _settle(pm, spec, timeout: float, concurrency: int, converger, kept: list, to_go: list) -> tuple:
+    """List the pool again after this run's creates and deletes, and trim it to ``count``
+    (``pool_members.trim``): where no lock serialises two runs of the pool (gcp, kubernetes,
+    libvirt), the other may have created meanwhile, and whichever run lists last leaves exactly
+    ``count`` (issue 28 §3). ``(kept, trim results, failures)``: the members are the ones this
+    listing keeps; a list that fails leaves this run's own view and fails the task."""
+    going = {m.identity for m in to_go}  # deleted by this run: a listing may still show them
+    try:
+        listed = [m for m in list_members(pm, spec, timeout, concurrency) if m.identity not in going]
+    except errors.ProviderError as exc:
+        failure = {
+            "name": "",
+            "id": "",
+            "uid": "",
+            "provider": exc.provider_name,
+            "state": "",
+            "changed": False,
+            "failed": True,
+            "error_class": exc.error_class,
+            "msg": "pool %s: listing the members again after the run: %s" % (spec.pool, exc),
+        }
+        return kept, [], [failure]
+    providers = {t.name: t.provider for t in spec.targets}
+    settled, surplus = pool_members.trim(listed, spec.count, providers)
+    items = [pool_params.member_item(spec, m, STATE_ABSENT) for m in surplus]
+    return settled, batch.run(items, converger.converge, instances.failure, concurrency), []
+
+
+def _ref(result: dict) -> dict:
+    """A created or deleted member as ``created``/``deleted`` report it: provider and name (one
+    name may be on two providers, briefly, where two runs raced), with its id, target and slot."""
+    parsed = pool_members.parse_uid(result.get("uid", ""))
+    return {
+        "provider": result.get("provider", ""),
+        "name": result["name"],
+        "id": result.get("id", ""),
+        "target": parsed[1] if parsed else "",
+        "slot": parsed[2] if parsed else -1,
+    }
 
 
 def _fail_if_short(spec, out: dict, create_failures: list, other_failures: list, degraded: dict) -> None:

@@ -35,6 +35,11 @@ description:
     targets.
   - A member name is kept on one provider only; a copy of it on another target's provider (left by
     two runs that raced, or made by hand) is deleted and that target gets a member under a free name.
+  - Two runs of one pool at once end with O(count) members. A local provider's pool lock serialises
+    them; elsewhere (gcp, kubernetes, kvm, kvm2) each run lists the pool again after its creates and
+    keeps the first O(count) members, one per name, oldest first (creation time, then slot, target
+    and provider), deleting the rest, so the run that lists last leaves exactly O(count) and
+    RV(members) is what that listing kept.
   - Members that stay are converged as M(crawl.egress_proxies.proxy_instance) would (a Stopped one
     is started again, O(auth) rotated in place); their placement and port are not changed (a
     changed template applies to new members; replace old ones by scaling or with
@@ -261,17 +266,46 @@ members:
       type: int
       sample: 0
 created:
-  description: Names of the members created (in check mode, that would be), by slot.
+  description:
+    - The members created (in check mode, that would be), by slot, each by provider and name as
+      RV(members) are (one name may be on two providers for a moment where two runs raced).
+    - In 0.2.0 a list of names.
   returned: always
   type: list
-  elements: str
-  sample: [crawl-4, crawl-5]
+  elements: dict
+  sample: [{"provider": "local-b", "name": "crawl-4", "id": "local/crawl-4", "target": "local-b", "slot": 4}]
+  contains: &member_ref
+    provider:
+      description: Configured provider name.
+      type: str
+      sample: local-b
+    name:
+      description: Instance name, C(<pool>-<slot>).
+      type: str
+      sample: crawl-4
+    id:
+      description: Provider id (in check mode, of a member that would be created, empty where the provider knows it only once created).
+      type: str
+      sample: local/crawl-4
+    target:
+      description: The spread target the member belongs to (from its uid).
+      type: str
+      sample: local-b
+    slot:
+      description: The member's slot.
+      type: int
+      sample: 4
 deleted:
-  description: Names of the members deleted (in check mode, that would be), in the order they went.
+  description:
+    - The members deleted (in check mode, that would be), in the order they went, each by provider
+      and name; those the run's last listing found over O(count) (another run of the pool made
+      them at the same time) come last.
+    - In 0.2.0 a list of names.
   returned: always
   type: list
-  elements: str
-  sample: [crawl-7, crawl-0]
+  elements: dict
+  sample: [{"provider": "local-a", "name": "crawl-7", "id": "local/crawl-7", "target": "local-a", "slot": 7}]
+  contains: *member_ref
 targets:
   description: One entry per spread target.
   returned: always

@@ -105,6 +105,11 @@ def _names(result: dict) -> list:
     return [m["name"] for m in result["members"]]
 
 
+def _keys(refs: list) -> list:
+    """``(provider, name)`` of ``members``, ``created`` or ``deleted`` (all keyed by both), sorted."""
+    return sorted((r["provider"], r["name"]) for r in refs)
+
+
 def test_a_pool_converges_scales_and_goes_without_touching_others(tmp_path, two_locals):
     other_installation = dict(two_locals, installation="elsewhere")
     setup = run_playbook(
@@ -140,7 +145,7 @@ def test_a_pool_converges_scales_and_goes_without_touching_others(tmp_path, two_
     six = run["converge 6"]
     assert six["changed"] is True
     assert _split(six) == {"a": 4, "b": 2}
-    assert sorted(six["created"]) == sorted(_names(six))
+    assert _keys(six["created"]) == _keys(six["members"])
     assert {m["state"] for m in six["members"]} == {"Running"}
     assert [t["desired"] for t in six["targets"]] == [4, 2]
     with origin_server() as origin:  # every member is a real Squid that forwards
@@ -162,7 +167,7 @@ def test_a_pool_converges_scales_and_goes_without_touching_others(tmp_path, two_
         assert sorted(m["name"] for m in three["members"] if m["provider"] == provider) == sorted(
             mine[-keep:]
         )
-        assert set(mine[:-keep]) <= set(three["deleted"])
+        assert set(mine[:-keep]) <= {r["name"] for r in three["deleted"] if r["provider"] == provider}
     assert len(three["deleted"]) == 3
 
     check = run_playbook(
@@ -181,7 +186,8 @@ def test_a_pool_converges_scales_and_goes_without_touching_others(tmp_path, two_
     assert up.rc == 0, up.stdout[-3000:]
     eight = up["to 8"]
     assert _split(eight) == {"a": 5, "b": 3}
-    assert sorted(eight["created"]) == sorted(would["created"])  # the same free slots check mode named
+    assert _keys(eight["created"]) == _keys(would["created"])  # the same free slots check mode named
+    assert all(r["id"] for r in eight["created"])
     assert set(_names(three)) <= set(_names(eight))
     assert sorted(m["slot"] for m in eight["members"]) == list(range(8))
 
@@ -189,7 +195,7 @@ def test_a_pool_converges_scales_and_goes_without_touching_others(tmp_path, two_
         tmp_path, [_task("absent", _pool(None, state="absent", wait=True))], module_defaults=two_locals
     )
     assert gone.rc == 0, gone.stdout[-3000:]
-    assert sorted(gone["absent"]["deleted"]) == sorted(_names(eight))
+    assert _keys(gone["absent"]["deleted"]) == _keys(eight["members"])
     assert gone["absent"]["members"] == []
     for provider in ("a", "b"):
         assert set(instance_dirs(tmp_path / provider)) == bystanders[provider]

@@ -91,7 +91,7 @@ def test_two_providers_on_one_state_dir_keep_the_pool_across_runs(tmp_path, shar
         module_defaults=shared,
     )
     assert run.rc == 0, run.stdout[-3000:]
-    assert run["run 1"]["created"] == ["ps-0", "ps-1"]
+    assert [(r["provider"], r["name"]) for r in run["run 1"]["created"]] == [("ls1", "ps-0"), ("ls2", "ps-1")]
     for later in ("run 2", "run 3"):
         assert run[later]["changed"] is False, run[later]
         assert run[later]["deleted"] == [] and run[later]["created"] == []
@@ -231,6 +231,8 @@ def test_members_are_keyed_by_provider_and_name(tmp_path, apart):
     for member in result["members"]:
         assert member["uid"] == "pool_p3_%s_%d" % (member["provider"], member["slot"]), member
     assert len({m["name"] for m in result["members"]}) == 6, keys
-    assert "p3-5" in result["deleted"], result
+    # The copy that went is named with its provider: the one not among the members.
+    gone = [(r["provider"], r["name"]) for r in result["deleted"] if r["name"] == "p3-5"]
+    assert len(gone) == 1 and gone[0] not in keys, result
     on_a, on_b = instance_dirs(tmp_path / "la"), instance_dirs(tmp_path / "lb")
     assert not set(on_a) & set(on_b) and len(on_a) + len(on_b) == 6, (on_a, on_b)

@@ -189,4 +189,7 @@ def test_the_pool_playbook_converges_a_pool_again_without_change_and_removes_it(
         "proxy_pool.yml", inventory, *pool, *spread, "-e", "egress_proxies_pool_state=absent"
     )
     assert rc == 0, out[-3000:]
-    assert sorted(task(tasks, "Converge the pool")["deleted"]) == ["pb-0", "pb-1"]
+    assert sorted((r["provider"], r["name"]) for r in task(tasks, "Converge the pool")["deleted"]) == [
+        ("local", "pb-0"),
+        ("local", "pb-1"),
+    ]

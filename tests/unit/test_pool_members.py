@@ -163,3 +163,85 @@ def test_a_name_on_two_providers_is_kept_once_and_its_target_gets_a_free_name():
     kept, to_go = pool_members.choose(members, {"a": 2, "b": 1}, {"a": "a", "b": "b"})
     assert sorted((m.target, m.name) for m in kept) == [("a", "web-0"), ("b", "web-5")]
     assert [(m.target, m.name) for m in to_go] == [("a", "web-5")]
+
+
+def _race_left(minutes: dict) -> list:
+    """What two runs of ``count: 6``, weights la 2 and lb 1, spreads in opposite orders, both
+    listing an empty pool, leave (issue 28 §3): la 0-3 and lb 4-5 from one, lb 0-1 and la 2-5
+    from the other (la 2-3 made once: the same name and uid on one provider), 10 instances;
+    ``minutes`` gives each (target, slot) its creation minute."""
+    made = [("la", s) for s in range(6)] + [("lb", s) for s in (0, 1, 4, 5)]
+    return [_member(t, s, minute=minutes[(t, s)]) for t, s in made]
+
+
+SPREAD = {"la": "la", "lb": "lb"}
+
+
+def test_trim_keeps_count_members_one_per_name_oldest_first():
+    """Issue 28 §3: the listing after the race holds 10 members and four names twice; the trim
+    keeps 6 names, each once (its oldest copy), and everything else goes."""
+    # made in this order (lb-0 first, la-5 last): each name's lb copy is the older
+    order = ["lb0", "la0", "lb1", "la1", "la2", "la3", "lb4", "la4", "lb5", "la5"]
+    minutes = {(key[:2], int(key[2:])): minute for minute, key in enumerate(order)}
+    left = _race_left(minutes)
+    kept, surplus = pool_members.trim(left, 6, SPREAD)
+    assert sorted(m.name for m in kept) == ["web-%d" % s for s in range(6)]
+    assert sorted((m.provider, m.name) for m in kept) == [
+        ("la", "web-2"),
+        ("la", "web-3"),
+        ("lb", "web-0"),
+        ("lb", "web-1"),
+        ("lb", "web-4"),
+        ("lb", "web-5"),
+    ]
+    assert sorted((m.provider, m.name) for m in surplus) == [
+        ("la", "web-0"),
+        ("la", "web-1"),
+        ("la", "web-4"),
+        ("la", "web-5"),
+    ]
+
+
+def test_a_run_alone_trims_nothing_and_the_order_of_the_spread_does_not_matter():
+    alone = [_member("la", s, minute=s) for s in range(4)] + [_member("lb", s, minute=s) for s in (4, 5)]
+    kept, surplus = pool_members.trim(alone, 6, SPREAD)
+    assert surplus == [] and len(kept) == 6
+    left = _race_left({(t, s): (7 * s + (t == "lb")) % 5 for t in ("la", "lb") for s in range(6)})
+    first = pool_members.trim(left, 6, SPREAD)
+    for order in (list(reversed(left)), sorted(left, key=lambda m: (m.provider, -m.slot))):
+        again = pool_members.trim(order, 6, {"lb": "lb", "la": "la"})
+        assert [(m.provider, m.name) for m in again[0]] == [(m.provider, m.name) for m in first[0]]
+        assert {(m.provider, m.name) for m in again[1]} == {(m.provider, m.name) for m in first[1]}
+
+
+def test_no_two_listings_trim_below_count_and_the_last_leaves_exactly_the_same_members():
+    """Every interleaving of two unlocked runs, as listings: each run trims what it listed (any
+    part of what exists, a member another run is deleting included). A member the full listing
+    keeps is never trimmed by any listing, so two runs never leave fewer than ``count``; the run
+    listing last, after the other's trim, leaves exactly those ``count``."""
+    for seed in range(3):
+        left = _race_left(
+            {(t, s): (5 * s + 3 * (t == "lb") + seed) % 7 for t in ("la", "lb") for s in range(6)}
+        )
+        everything = {m.identity for m in pool_members.trim(left, 6, SPREAD)[0]}
+        for mask in range(1 << len(left)):
+            seen = [m for i, m in enumerate(left) if mask >> i & 1]
+            _kept, surplus = pool_members.trim(seen, 6, SPREAD)
+            assert not everything & {m.identity for m in surplus}, (seed, mask)
+            gone = {m.identity for m in surplus}
+            last = [m for m in left if m.identity not in gone]
+            kept_last, surplus_last = pool_members.trim(last, 6, SPREAD)
+            assert {m.identity for m in kept_last} == everything, (seed, mask)
+            assert {m.identity for m in last} - {m.identity for m in surplus_last} == everything
+
+
+def test_a_trim_never_removes_a_kept_instance_seen_through_another_provider_but_removes_other_targets():
+    """A kept member's instance listed by another provider of its backend is a view, not surplus;
+    a member of a target the spread no longer has is surplus."""
+    uid = pool_members.member_uid("web", "a", 0)
+    own = pool_members.Member("a", "a", 0, _instance("web-0", uid), backend="store")
+    view = pool_members.Member("b", "a", 0, _instance("web-0", uid), backend="store")
+    retired = _member("gone", 1)
+    kept, surplus = pool_members.trim([view, own, retired], 2, {"a": "a", "b": "b"})
+    assert kept == [own]
+    assert surplus == [retired]

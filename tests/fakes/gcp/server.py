@@ -31,7 +31,8 @@ in ``response_problems``, which the tests' harnesses assert empty.
 
 Faults: ``inject(status=..., reason=..., method=..., path=..., times=..., delay=..., raw=...,
 headers=...)`` answers matching requests with an API error body, or with ``raw`` bytes (no body,
-an HTML page, cut JSON), extra headers such as Retry-After, or only delays them (``status`` None);
+an HTML page, cut JSON), extra headers such as Retry-After, or only delays them (``status`` None),
+for ``delay`` seconds or until the ``hold`` event is set (a race's window made certain);
 ``state.unreachable`` makes aggregatedList partial. ``requests`` is the log of every request.
 """
 
@@ -48,6 +49,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from fakes.gcp import discovery, token
 from fakes.gcp.model import ApiError, ComputeState, Timing
 from fakes.gcp.token import TokenEndpoint
+
+HOLD_LIMIT = 300.0  # seconds a held request waits at most (a test that never releases it)
 
 PREFIX = re.compile(r"^/compute/v1/projects/(?P<project>[^/]+)/(?P<rest>.*)$")
 
@@ -76,6 +79,7 @@ class Fault:
     hits: int = 0
     raw: bytes | None = None  # sent as the body instead of an API error (no body, HTML, cut JSON)
     headers: dict = dataclasses.field(default_factory=dict)  # extra answer headers (Retry-After)
+    hold: threading.Event | None = None  # the request waits until it is set (at most HOLD_LIMIT)
 
     def matches(self, method: str, rest: str) -> bool:
         if self.times == 0:
@@ -153,15 +157,27 @@ class FakeCompute:
         delay=0.0,
         raw=None,
         headers=None,
+        hold=None,
     ) -> Fault:
         """Answer matching requests with ``status`` and an API error body (or ``raw`` bytes as
-        the body, as a proxy, a load balancer or a cut connection would), or only delay them."""
+        the body, as a proxy, a load balancer or a cut connection would), or only delay them
+        (``delay`` seconds, or until the ``hold`` event is set)."""
         if status is not None and not reason:
             message, reason, _domain = FAULT_MESSAGES.get(
                 status, ("injected failure", "backendError", "global")
             )
         fault = Fault(
-            status, reason, message or "injected failure", method, path, times, delay, 0, raw, headers or {}
+            status,
+            reason,
+            message or "injected failure",
+            method,
+            path,
+            times,
+            delay,
+            0,
+            raw,
+            headers or {},
+            hold,
         )
         with self._lock:
             self._faults.append(fault)
@@ -304,6 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
+            if fault.hold is not None:
+                fault.hold.wait(HOLD_LIMIT)
             if fault.status is not None and fault.raw is not None:
                 self._send_raw(fault.status, fault.raw, fault.headers)
                 return
