@@ -267,6 +267,9 @@ class GcpProvider(contract.Provider, contract.Checker):
                     labels.uid_label_value(req.uid),
                 ),
             )
+        other = self._other_provider(existing, req.name)
+        if other:
+            raise errors.permanent("create", self.name, provider_id, other)
         verb = RESTART_VERBS.get(existing.get("status", ""))
         if verb:
             # Stopped by someone (TERMINATED) or suspended: state: present means running again.
@@ -335,11 +338,19 @@ class GcpProvider(contract.Provider, contract.Checker):
                 raise errors.not_found(
                     "get", self.name, provider_id, "no instance %s in zone %s" % (name, zone)
                 )
+            other = self._other_provider(item, name)
+            if other:  # not this provider's: it has no instance of that name (as local answers)
+                raise errors.not_found("get", self.name, provider_id, other)
             return to_instance(item, zone, self.config.address_mode)
         except errors.ProviderError:
             raise
         except Exception as exc:
             raise self._fail("get", provider_id, exc)
+
+    def _other_provider(self, item: dict, name: str) -> str:
+        """Why ``item`` is another provider's of this project (issue 28 §2), or ``""``."""
+        made_by = (item.get("labels") or {}).get(names.LABEL_PROVIDER) or ""
+        return ownership.other_provider("instance %s" % item.get("name", name), made_by, self.name)
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
         """A VM's credentials are fixed at creation (its user-data holds their hash): the same
@@ -442,6 +453,8 @@ class GcpProvider(contract.Provider, contract.Checker):
             names.is_managed(marks),
             marks.get(names.LABEL_INSTALL) or "",
             self.installation,
+            marks.get(names.LABEL_PROVIDER) or "",
+            self.name,
         )
         if refusal:
             raise errors.permanent("delete", self.name, provider_id, refusal)

@@ -24,6 +24,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     contract,
     errors,
     names,
+    ownership,
     timestamps,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
@@ -151,6 +152,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             made_by=labels.get(names.LABEL_PROVIDER, ""),
         )
 
+    def _other_provider(self, labels: dict, provider_id: str) -> str:
+        """Why the Pod of ``labels`` is another provider's of this namespace (issue 28 §2), or ``""``."""
+        return ownership.other_provider(
+            "Pod %s" % provider_id, (labels or {}).get(names.LABEL_PROVIDER) or "", self.name
+        )
+
     def _model_instance(self, pod, deadline) -> contract.Instance:
         """The Instance of a Pod the client read as a model (the rare paths keep the models)."""
         return self._instance(self._api_client(deadline).sanitize_for_serialization(pod))
@@ -255,6 +262,9 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         provider_id,
                         "Pod %s exists and belongs to uid %r, not %s" % (provider_id, owner_uid, req.uid),
                     ) from None
+                other = self._other_provider(pod.metadata.labels, provider_id)
+                if other:
+                    raise errors.permanent("create", self.name, provider_id, other) from None
                 if self._model_instance(pod, deadline).state in (contract.STOPPED, contract.TERMINATED):
                     pod = self._recreate(core, req, namespace, body, pod, deadline)
                 else:
@@ -313,9 +323,13 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 _request_timeout=self._timeout(deadline, "get"),
             )
             answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
-            return self._instance(pod)
+            found = self._instance(pod)
         except Exception as exc:
             raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
+        other = self._other_provider(answers.section(pod, "metadata").get("labels"), provider_id)
+        if other:  # not this provider's: it has no Pod of that name (as local answers)
+            raise errors.not_found("get", self.name, provider_id, other)
+        return found
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
         try:
@@ -377,7 +391,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         try:
             core = self._core(deadline)
             remove.delete_ours(
-                core, namespace, name, self.installation, lambda: self._timeout(deadline, "delete")
+                core, namespace, name, self.installation, lambda: self._timeout(deadline, "delete"), self.name
             )
             authlib.delete_ours(core, name, namespace, lambda: self._timeout(deadline, "delete"))
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)

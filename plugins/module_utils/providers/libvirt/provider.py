@@ -22,7 +22,7 @@ import logging
 import posixpath
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names, ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
@@ -200,7 +200,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                         raise
                     exists = False
                 if exists:
-                    create.adopt(conn, self.type_name, req, deadline)
+                    create.adopt(conn, self.type_name, req, deadline, self.name)
                     outcome = "adopted"
                 else:
                     self._refuse_kvm_that_cannot_run(conn, plan.host, provider_id)
@@ -231,6 +231,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         try:
             conn = self.hosts.get(host, deadline)
             marks = inspect.read_marks(conn, name, self.type_name)
+            other = ownership.other_provider("domain %s" % name, marks.provider if marks else "", self.name)
+            if other:  # not this provider's: it has no domain of that name (as local answers)
+                raise errors.not_found("get", self.name, provider_id, other)
             found = inspect.instance(conn, host.name, name, marks, deadline)
         except Exception as exc:
             raise self._fail("get", provider_id, exc) from exc
@@ -256,7 +259,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         try:
             with self.locked(provider_id, deadline, "delete of %s" % provider_id):
                 conn = self.hosts.get(host, deadline)
-                had_domain = remove.remove_domain(conn, host.pool, name, self.type_name, self.installation)
+                had_domain = remove.remove_domain(
+                    conn, host.pool, name, self.type_name, self.installation, self.name
+                )
                 backing = bases.backing_of(conn, host.pool, ids.overlay_volume(name, self.type_name))
                 volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
                 remove.verify_gone(conn, host.pool, name, self.type_name)
