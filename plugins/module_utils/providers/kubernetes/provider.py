@@ -75,6 +75,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         self.config = block
         self._client = None  # built on first use: constructing a provider never dials
         self._client_lock = threading.Lock()  # batches call one provider from several threads
+        self._seen = contract.SeenFields()  # the fixed fields the last get of each id read
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -231,6 +232,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         if not 1 <= int(req.port) <= 65535:
             raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
         log.info("provider=%s op=create request=%s", self.name, req.describe())
+        self._seen.forget(provider_id)
         try:
             core = self._core(deadline)
             body = podlib.build_pod(req, namespace, self.installation, self.config, self.name)
@@ -329,7 +331,32 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         other = self._other_provider(answers.section(pod, "metadata").get("labels"), provider_id)
         if other:  # not this provider's: it has no Pod of that name (as local answers)
             raise errors.not_found("get", self.name, provider_id, other)
+        self._seen.keep(provider_id, podlib.fixed_fields(pod))
         return found
+
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        """The Squid's containerPort, from the Pod the last ``get`` read (else read again)."""
+        return self._seen.take(provider_id, lambda: self._read_fixed_fields(provider_id, deadline))
+
+    def _read_fixed_fields(self, provider_id: str, deadline) -> dict:
+        try:
+            namespace, name = parse_id(provider_id)
+        except ValueError:
+            return {}
+        try:
+            pod = answers.read(
+                self._core(deadline).read_namespaced_pod,
+                name,
+                namespace,
+                kind="Pod",
+                _request_timeout=self._timeout(deadline, "fixed_fields"),
+            )
+            answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
+        except Exception as exc:
+            raise self._fail(
+                "fixed_fields", provider_id, exc, proven=_proves_missing(exc, "pods", name)
+            ) from exc
+        return podlib.fixed_fields(pod)
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
         try:
@@ -388,6 +415,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             namespace, name = parse_id(provider_id)
         except ValueError as exc:
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
+        self._seen.forget(provider_id)
         try:
             core = self._core(deadline)
             remove.delete_ours(

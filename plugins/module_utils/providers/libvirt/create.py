@@ -236,6 +236,7 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
         created_at=created_at,
         installation=provider.installation,
         provider=provider.name,
+        port=int(req.port),
     )
     log.debug(
         "provider=%s libvirt domain xml host=%s name=%s xml=%s",
