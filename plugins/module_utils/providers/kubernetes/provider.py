@@ -311,24 +311,33 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         )
         return core.create_namespaced_pod(namespace, body, _request_timeout=self._timeout(deadline, "create"))
 
-    def get(self, provider_id: str, deadline) -> contract.Instance:
+    def _read_pod(self, op: str, provider_id: str, deadline) -> dict:
+        """The Pod ``provider_id`` names, as the API server answers it (JSON); NotFound only on
+        the API server's proof that this Pod is missing."""
         try:
             namespace, name = parse_id(provider_id)
         except ValueError as exc:
-            raise errors.permanent("get", self.name, provider_id, exc) from exc
+            raise errors.permanent(op, self.name, provider_id, exc) from exc
         try:
             pod = answers.read(
                 self._core(deadline).read_namespaced_pod,
                 name,
                 namespace,
                 kind="Pod",
-                _request_timeout=self._timeout(deadline, "get"),
+                _request_timeout=self._timeout(deadline, op),
             )
             answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
-            found = self._instance(pod)
         except Exception as exc:
-            raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
-        other = self._other_provider(answers.section(pod, "metadata").get("labels"), provider_id)
+            raise self._fail(op, provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
+        return pod
+
+    def get(self, provider_id: str, deadline) -> contract.Instance:
+        pod = self._read_pod("get", provider_id, deadline)
+        try:
+            other = self._other_provider(answers.section(pod, "metadata").get("labels"), provider_id)
+            found = self._instance(pod)
+        except Exception as exc:  # an answer of another shape: never an instance
+            raise self._fail("get", provider_id, exc) from exc
         if other:  # not this provider's: it has no Pod of that name (as local answers)
             raise errors.not_found("get", self.name, provider_id, other)
         self._seen.keep(provider_id, podlib.fixed_fields(pod))
@@ -336,27 +345,9 @@ class KubernetesProvider(contract.Provider, contract.Checker):
 
     def fixed_fields(self, provider_id: str, deadline) -> dict:
         """The Squid's containerPort, from the Pod the last ``get`` read (else read again)."""
-        return self._seen.take(provider_id, lambda: self._read_fixed_fields(provider_id, deadline))
-
-    def _read_fixed_fields(self, provider_id: str, deadline) -> dict:
-        try:
-            namespace, name = parse_id(provider_id)
-        except ValueError:
-            return {}
-        try:
-            pod = answers.read(
-                self._core(deadline).read_namespaced_pod,
-                name,
-                namespace,
-                kind="Pod",
-                _request_timeout=self._timeout(deadline, "fixed_fields"),
-            )
-            answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
-        except Exception as exc:
-            raise self._fail(
-                "fixed_fields", provider_id, exc, proven=_proves_missing(exc, "pods", name)
-            ) from exc
-        return podlib.fixed_fields(pod)
+        return self._seen.take(
+            provider_id, lambda: podlib.fixed_fields(self._read_pod("fixed_fields", provider_id, deadline))
+        )
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
         try:

@@ -65,17 +65,11 @@ def format_time(value: datetime.datetime) -> str:
     return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def element_xml(
-    uid: str,
-    created_at: datetime.datetime,
-    installation: str,
-    passwd: str = "",
-    provider: str = "",
-    port: int = 0,
-) -> str:
-    """The bare element as libvirt's metadata API takes and returns it (no namespace prefix)."""
+def element_xml(*fields, **named) -> str:
+    """The bare element of ``attributes(*fields, **named)`` as libvirt's metadata API takes and
+    returns it (no namespace prefix)."""
     node = ET.Element(ELEMENT)
-    for key, value in attributes(uid, created_at, installation, passwd, provider, port).items():
+    for key, value in attributes(*fields, **named).items():
         node.set(key, value)
     return ET.tostring(node, encoding="unicode")
 
