@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import datetime
+import threading
 
 PROVISIONING = "Provisioning"
 RUNNING = "Running"
@@ -132,6 +133,32 @@ class TargetStatus:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+class SeenFields:
+    """The fixed fields (``{"port": 3128}``) a provider's ``get`` found in what it read, kept
+    for the ``fixed_fields`` call that follows it for the same id (``proxy_instance`` asks right
+    after ``get``), so that check costs no second backend call. Each entry is handed over once;
+    ``create`` and ``delete`` forget theirs (the instance may change). Thread-safe: a batch
+    calls one provider from several threads."""
+
+    def __init__(self):
+        self._fields = {}
+        self._lock = threading.Lock()
+
+    def keep(self, provider_id: str, fields: dict) -> None:
+        with self._lock:
+            self._fields[provider_id] = dict(fields)
+
+    def forget(self, provider_id: str) -> None:
+        with self._lock:
+            self._fields.pop(provider_id, None)
+
+    def take(self, provider_id: str, read) -> dict:
+        """The fields kept for ``provider_id``, else ``read()`` (the backend call)."""
+        with self._lock:
+            kept = self._fields.pop(provider_id, None)
+        return kept if kept is not None else read()
 
 
 class Provider(abc.ABC):

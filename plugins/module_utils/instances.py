@@ -125,7 +125,10 @@ class Converger:
                 return failure(
                     item, errors.permanent("create", provider.name, provider_id, refusal), provider_id
                 )
-            refusal = self._fixed_refusal(provider, item, existing, deadline)
+            try:
+                refusal = self._fixed_refusal(provider, item, existing, deadline)
+            except errors.ProviderError as exc:  # the fixed fields could not be read back
+                return failure(item, exc, existing.id)
             if refusal:
                 return failure(
                     item, errors.permanent("create", provider.name, existing.id, refusal), existing.id

@@ -14,17 +14,18 @@ from __future__ import annotations
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
 
 
-def _other_provider(instance, provider: str) -> str:
-    """Why ``instance`` is another configured provider's (two on one project, namespace, host
-    or stateDir: issue 28 §2), or ``""``; one made before providers were recorded is anyone's."""
-    made_by = getattr(instance, "made_by", "")
+def other_provider(what: str, made_by: str, provider: str) -> str:
+    """Why ``what``, marked as made by ``made_by``, is another configured provider's (two on one
+    project, namespace, host or stateDir: issue 28 §2), or ``""``; one made before providers
+    were recorded (no mark) is anyone's. The modules ask it of what ``get`` read back, and each
+    provider of what its own ``create`` and ``delete`` read."""
     if provider and made_by and made_by != provider:
-        return "instance %s belongs to provider %s, not %s (they share a backend)" % (
-            instance.name,
-            excerpt(made_by),
-            provider,
-        )
+        return "%s belongs to provider %s, not %s (they share a backend)" % (what, excerpt(made_by), provider)
     return ""
+
+
+def _other_provider(instance, provider: str) -> str:
+    return other_provider("instance %s" % instance.name, getattr(instance, "made_by", ""), provider)
 
 
 def refusal(instance, uid: str, installation: str, force: bool, provider: str = "") -> str:
@@ -68,10 +69,18 @@ def adoption_refusal(instance, uid: str, installation: str, provider: str = "") 
     return ""
 
 
-def foreign(what: str, managed: bool, marked_installation: str, installation: str) -> str:
-    """Why a provider's own ``delete`` must not remove ``what`` (its managed mark and its
-    installation mark as read back), or ``""``: the check every provider makes itself, so a
-    direct call, GC and a playbook's id are all refused the same way."""
+def foreign(
+    what: str,
+    managed: bool,
+    marked_installation: str,
+    installation: str,
+    made_by: str = "",
+    provider: str = "",
+) -> str:
+    """Why a provider's own ``delete`` must not remove ``what`` (its managed mark, installation
+    mark and provider mark ``made_by`` as read back; ``provider`` the deleting provider's
+    name), or ``""``: the check every provider makes itself, so a direct call, GC and a
+    playbook's id are all refused the same way."""
     if not managed:
         return "%s is not managed by this collection (no managed mark); refusing to delete it" % what
     if marked_installation != installation:
@@ -80,4 +89,7 @@ def foreign(what: str, managed: bool, marked_installation: str, installation: st
             excerpt(marked_installation) if marked_installation else "(none)",
             installation,
         )
+    other = other_provider(what, made_by, provider)
+    if other:
+        return "%s; delete it through that provider" % other
     return ""

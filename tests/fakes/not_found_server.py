@@ -62,11 +62,14 @@ def write_kubeconfig(path: str, server: str) -> None:
 
 
 class NotFoundServer:
-    """``status``: 404 unless told; a 200 stands for a proxy that answers in the API's place."""
+    """``status``: 404 unless told; a 200 stands for a proxy that answers in the API's place.
+    ``by_method`` (``{"POST": (409, body)}``) answers those methods otherwise, same content type."""
 
-    def __init__(self, body: bytes = b"", content_type: str = "", status: int = 404):
+    def __init__(self, body: bytes = b"", content_type: str = "", status: int = 404, by_method=None):
         self.requests = []
         server = self
+        answers = dict(by_method or {})
+        default_body = body
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -76,7 +79,8 @@ class NotFoundServer:
                 if length:
                     self.rfile.read(length)
                 server.requests.append((self.command, self.path))
-                self.send_response(status)
+                code, body = answers.get(self.command, (status, default_body))
+                self.send_response(code)
                 if content_type:
                     self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))

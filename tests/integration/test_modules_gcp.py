@@ -119,6 +119,31 @@ def test_lifecycle_idempotent_with_its_api_calls(tmp_path, fake, gcp):
     assert len(fake.log("DELETE", "/instances/")) == 1
 
 
+def test_a_changed_port_is_refused_with_one_read_and_nothing_changed(tmp_path, fake, gcp):
+    """Issue 28 §7: another ``port`` on an existing VM was ``changed: false`` with nothing said,
+    while the VM kept the port its firewall rule and cloud-init were made for. The port is
+    recorded at create and read back from the ``get`` the module makes anyway."""
+    uid = str(uuid.uuid4())
+    path = "zones/%s/instances/%s" % (ZONE, names.name_from_uid(uid))
+    item = {"provider": "gcp-it", "uid": uid, "placement": PLACEMENT, "port": 3129}
+    run = run_playbook(tmp_path, [{"name": "create", PI: item}], module_defaults=gcp)
+    assert run.rc == 0, run.stdout[-3000:]
+    start = time.time()
+    run = run_playbook(
+        tmp_path,
+        [{"name": "port", PI: dict(item, port=3128), "ignore_errors": True}, {"name": "same", PI: item}],
+        module_defaults=gcp,
+    )
+    refused = run["port"]
+    assert refused.get("failed") is True and refused["error_class"] == "permanent", refused
+    assert "listens on port 3129, not 3128, and a port cannot change in place" in refused["msg"]
+    assert refused.get("changed") is not True
+    assert run["same"]["changed"] is False and not run["same"].get("failed"), run["same"]
+    assert requests_of(fake, start) == ["GET " + path, "GET " + path]  # one read each, nothing else
+    run = run_playbook(tmp_path, [{"name": "delete", PI: dict(item, state="absent")}], module_defaults=gcp)
+    assert run.rc == 0, run.stdout[-3000:]
+
+
 def test_proxy_info_over_100_instances_is_one_request(tmp_path, fake, gcp):
     fake.state.quotas["us-central1"].update(INSTANCES=200.0, CPUS=400.0, IN_USE_ADDRESSES=200.0)
     parsed = config.parse(gcp)

@@ -72,6 +72,7 @@ def test_insert_body_exactly():
             "items": [
                 {"key": "proxy-operator-uid", "value": UID},
                 {"key": "user-data", "value": REQ.cloud_init},
+                {"key": "proxy-operator-port", "value": "3128"},
             ]
         },
     }
@@ -92,7 +93,8 @@ def test_internal_mode_has_no_access_config_and_full_urls_pass_through():
     )
     assert body["networkInterfaces"] == [{"network": "projects/shared/global/networks/vpc"}]
     assert body["machineType"] == "zones/us-east1-c/machineTypes/n2-standard-2"
-    assert [i["key"] for i in body["metadata"]["items"]] == ["proxy-operator-uid"]  # no empty user-data
+    keys = [i["key"] for i in body["metadata"]["items"]]
+    assert keys == ["proxy-operator-uid", "proxy-operator-port"]  # no empty user-data
 
 
 @pytest.mark.parametrize("mode", ["external", "internal"])

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fakes.libvirt_fake import FakeDialer, FakeHost
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     contract,
+    errors,
     instances,
     names,
     ownership,
@@ -25,10 +27,10 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.provider import (
     LibvirtProvider,
 )
-from unit.gcp_fake_api import instance
+from unit.gcp_fake_api import api_error, instance
 from unit.libvirt_support import make as libvirt_make
 from unit.libvirt_support import request as libvirt_request
-from unit.test_gcp_provider import make, request, scoped
+from unit.test_gcp_provider import NAME, PID, UID, ZONE, make, request, scoped
 from unit.test_kubernetes_pod import config as kube_config
 from unit.test_kubernetes_pod import request as kube_request
 from unit.test_kubernetes_provider_offline import provider as kube_provider
@@ -99,7 +101,10 @@ def test_libvirt_providers_on_one_host_each_list_only_their_own(image_server):
     assert marks.provider == "hv-kvm2"
     assert [i.id for i in first.list_by_tag(Deadline(10))] == [mine]
     assert [i.id for i in second.list_by_tag(Deadline(10))] == [theirs]
-    assert second.get(mine, Deadline(10)).made_by == "hv-kvm2"  # read back: what ownership checks
+    with pytest.raises(errors.ProviderError) as caught:  # not second's: it has no such domain
+        second.get(mine, Deadline(10))
+    assert caught.value.error_class == errors.NOT_FOUND
+    assert first.get(mine, Deadline(10)).made_by == "hv-kvm2"  # read back: what ownership checks
     del hosts["h1"].domains[libvirt_request("b").name]  # b's volumes are left without a domain
     assert [i.id for i in first.list_by_tag(Deadline(10))] == [mine]
     assert [i.id for i in second.list_by_tag(Deadline(10))] == [theirs]
@@ -187,3 +192,125 @@ def test_another_providers_instance_is_neither_adopted_nor_deleted():
                 assert "belongs to provider 'g1', not g2 (they share a backend)" in result["msg"], result
     instance_of_g1 = _Backend("g1").found
     assert ownership.adoption_refusal(instance_of_g1, "u1", "prod") == ""  # no provider asked: as before
+
+
+# -- issue 28 §2 inside each provider: its own get, create and delete ------------------------
+
+OTHERS = "belongs to provider %r, not %s (they share a backend)"
+
+
+def _error(call) -> errors.ProviderError:
+    with pytest.raises(errors.ProviderError) as caught:
+        call()
+    return caught.value
+
+
+def test_gcp_itself_never_serves_another_providers_instance():
+    """Like the local provider: through provider gcp-test, an instance gcp-other made in the same
+    project is not found by get, not adopted by create (same uid) and not deleted; one made
+    before the provider mark existed is still read and deleted as before."""
+    provider, seam = make()
+    seam.instances[(ZONE, NAME)] = instance(
+        name=NAME, zone=ZONE, labels=labels.marks(UID, "prod", "gcp-other"), uid_meta=UID
+    )
+    err = _error(lambda: provider.get(PID, Deadline(5)))
+    assert err.error_class == errors.NOT_FOUND and OTHERS % ("gcp-other", "gcp-test") in str(err), err
+    err = _error(lambda: provider.delete(PID, Deadline(5)))
+    assert err.error_class == errors.PERMANENT and OTHERS % ("gcp-other", "gcp-test") in str(err), err
+    seam.fail("insert_instance", api_error(409, "alreadyExists"))
+    err = _error(lambda: provider.create(request(), Deadline(5)))
+    assert err.error_class == errors.PERMANENT and OTHERS % ("gcp-other", "gcp-test") in str(err), err
+    assert "delete_instance" not in seam.names() and "start_instance" not in seam.names()
+
+    seam.instances[(ZONE, NAME)] = instance(
+        name=NAME, zone=ZONE, labels=labels.marks(UID, "prod"), uid_meta=UID
+    )
+    assert provider.get(PID, Deadline(5)).made_by == ""
+    provider.delete(PID, Deadline(5))
+    assert "delete_instance" in seam.names()
+
+
+def _status(code: int, reason: str) -> bytes:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": reason,
+            "message": 'pods "other" %s' % reason,
+            "details": {"name": "other", "kind": "pods"},
+            "code": code,
+        }
+    ).encode()
+
+
+def _pod_server(made_by: str) -> NotFoundServer:
+    """Answers every GET with the Pod ``other`` made by ``made_by``, and a create with 409."""
+    pod = dict(_pod("other", made_by), kind="Pod", apiVersion="v1")
+    return NotFoundServer(
+        json.dumps(pod).encode(),
+        "application/json",
+        status=200,
+        by_method={"POST": (409, _status(409, "AlreadyExists"))},
+    )
+
+
+def test_kubernetes_itself_never_serves_another_providers_pod(tmp_path):
+    """A Pod k8s-other made in the namespace: k8s-eu's get answers NotFound, its create (409,
+    same uid) refuses to adopt it and its delete refuses, sending no DELETE; an unmarked Pod
+    (made before the mark existed) is still read."""
+    path = str(tmp_path / "kubeconfig")
+    server = _pod_server("k8s-other")
+    try:
+        write_kubeconfig(path, server.endpoint)
+        p = kube_provider(tmp_path, kubeconfig=path)
+        req = contract.CreateRequest(name="other", uid="u-other", namespace="crawl")
+        for call, error_class in (
+            (lambda: p.get("crawl/other", Deadline(10)), errors.NOT_FOUND),
+            (lambda: p.delete("crawl/other", Deadline(10)), errors.PERMANENT),
+            (lambda: p.create(req, Deadline(10)), errors.PERMANENT),
+        ):
+            err = _error(call)
+            assert err.error_class == error_class and OTHERS % ("k8s-other", "k8s-eu") in str(err), err
+        sent = [method for method, _path in server.requests]
+        assert "DELETE" not in sent and sent.count("POST") == 1, sent  # the Pod's create only
+    finally:
+        server.close()
+    server = _pod_server("")
+    try:
+        write_kubeconfig(path, server.endpoint)
+        assert kube_provider(tmp_path, kubeconfig=path).get("crawl/other", Deadline(10)).uid == "u-other"
+    finally:
+        server.close()
+
+
+def test_libvirt_itself_never_serves_another_providers_domain(image_server):
+    """Two providers of one type on one host: the second's get answers NotFound for the first's
+    domain, its create (same uid) refuses to adopt it and its delete refuses, leaving the domain
+    and its volumes; a domain without a provider mark is still read by either."""
+    shared = [FakeHost("h1")]
+    first, _dialer, hosts = libvirt_make(image_server, fake_hosts=shared)
+    second = LibvirtProvider(
+        "kvm2", "hv-other", "inst-a", first.config, dialer=FakeDialer(*shared), budgets=first.budgets
+    )
+    req = libvirt_request("a")
+    mine = first.create(req, Deadline(10))
+    volumes = sorted(hosts["h1"].volumes())
+    for call, error_class in (
+        (lambda: second.get(mine, Deadline(10)), errors.NOT_FOUND),
+        (lambda: second.delete(mine, Deadline(10)), errors.PERMANENT),
+        (lambda: second.create(req, Deadline(10)), errors.PERMANENT),
+    ):
+        err = _error(call)
+        assert err.error_class == error_class and OTHERS % ("hv-kvm2", "hv-other") in str(err), err
+    assert req.name in hosts["h1"].domains and sorted(hosts["h1"].volumes()) == volumes
+    assert first.get(mine, Deadline(10)).uid == req.uid
+
+    legacy = libvirt_request("legacy")
+    hosts["h1"].add_domain(
+        legacy.name,
+        metadata={
+            metadata.namespace("kvm2"): metadata.element_xml(legacy.uid, metadata.now(), "inst-a"),
+        },
+    )
+    assert second.get("hosts/h1/domains/" + legacy.name, Deadline(10)).uid == legacy.uid

@@ -58,6 +58,7 @@ def build_instance(req, settings: InsertSettings) -> dict:
     metadata = [{"key": labels.UID_METADATA_KEY, "value": req.uid}]
     if req.cloud_init:
         metadata.append({"key": USER_DATA_KEY, "value": user_data(req)})
+    metadata.append({"key": labels.PORT_METADATA_KEY, "value": str(int(req.port))})
     return {
         "name": req.name,
         "machineType": machine_type_url(zone, req.placement.machine_type),

@@ -21,6 +21,9 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 HASH_PREFIX = "h-"
 UID_METADATA_KEY = names.LABEL_UID
+# The proxy port the instance was created for (issue 28 §7): fixed at creation (the firewall
+# rule and the user's cloud-init were made for it), read back by ``fixed_fields``.
+PORT_METADATA_KEY = "proxy-operator-port"
 
 
 def is_label_value(value: str) -> bool:
@@ -71,3 +74,10 @@ def owned_by(instance: dict, uid: str) -> bool:
         return False
     raw = metadata_value(instance, UID_METADATA_KEY)
     return raw is None or raw == uid
+
+
+def fixed_fields(instance: dict) -> dict:
+    """``{"port": n}`` from the port metadata item; ``{}`` for an instance made before it was
+    recorded (nothing tells its port)."""
+    raw = metadata_value(instance, PORT_METADATA_KEY) or ""
+    return {"port": int(raw)} if raw.isdigit() else {}

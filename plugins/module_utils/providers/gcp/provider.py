@@ -101,6 +101,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             address_mode=block.address_mode,
             provider=name,
         )
+        self._seen = contract.SeenFields()  # the fixed fields the last get of each id read
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -214,6 +215,7 @@ class GcpProvider(contract.Provider, contract.Checker):
 
     def create(self, req: contract.CreateRequest, deadline) -> str:
         provider_id = format_id(req.placement.zone, req.name)
+        self._seen.forget(provider_id)
         try:
             self._validate(req)
         except _Invalid as exc:
@@ -267,6 +269,9 @@ class GcpProvider(contract.Provider, contract.Checker):
                     labels.uid_label_value(req.uid),
                 ),
             )
+        other = self._other_provider(existing, req.name)
+        if other:
+            raise errors.permanent("create", self.name, provider_id, other)
         verb = RESTART_VERBS.get(existing.get("status", ""))
         if verb:
             # Stopped by someone (TERMINATED) or suspended: state: present means running again.
@@ -335,11 +340,34 @@ class GcpProvider(contract.Provider, contract.Checker):
                 raise errors.not_found(
                     "get", self.name, provider_id, "no instance %s in zone %s" % (name, zone)
                 )
+            other = self._other_provider(item, name)
+            if other:  # not this provider's: it has no instance of that name (as local answers)
+                raise errors.not_found("get", self.name, provider_id, other)
+            self._seen.keep(provider_id, labels.fixed_fields(item))
             return to_instance(item, zone, self.config.address_mode)
         except errors.ProviderError:
             raise
         except Exception as exc:
             raise self._fail("get", provider_id, exc)
+
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        """The port recorded at create, from the VM the last ``get`` read (else read again)."""
+        return self._seen.take(provider_id, lambda: self._read_fixed_fields(provider_id, deadline))
+
+    def _read_fixed_fields(self, provider_id: str, deadline) -> dict:
+        try:
+            zone, name = parse_id(provider_id)
+        except ValueError:
+            return {}
+        try:
+            return labels.fixed_fields(self._get_instance(deadline, "fixed_fields", zone, name))
+        except Exception as exc:
+            raise self._fail("fixed_fields", provider_id, exc)
+
+    def _other_provider(self, item: dict, name: str) -> str:
+        """Why ``item`` is another provider's of this project (issue 28 §2), or ``""``."""
+        made_by = (item.get("labels") or {}).get(names.LABEL_PROVIDER) or ""
+        return ownership.other_provider("instance %s" % item.get("name", name), made_by, self.name)
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
         """A VM's credentials are fixed at creation (its user-data holds their hash): the same
@@ -400,6 +428,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             zone, name = parse_id(provider_id)
         except ValueError as exc:
             raise errors.permanent("delete", self.name, provider_id, exc) from None
+        self._seen.forget(provider_id)
         try:
             ops = self._operations(zone, name, deadline)
             running = [o for o in ops if o.get("operationType") == "delete" and o.get("status") != "DONE"]
@@ -442,6 +471,8 @@ class GcpProvider(contract.Provider, contract.Checker):
             names.is_managed(marks),
             marks.get(names.LABEL_INSTALL) or "",
             self.installation,
+            marks.get(names.LABEL_PROVIDER) or "",
+            self.name,
         )
         if refusal:
             raise errors.permanent("delete", self.name, provider_id, refusal)

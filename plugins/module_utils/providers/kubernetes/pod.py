@@ -154,6 +154,22 @@ def build_pod(
     }
 
 
+def fixed_fields(pod: dict) -> dict:
+    """``{"port": n}``: the ``proxy`` containerPort of a Pod's Squid as the API server answers it
+    (JSON), the port ``build_pod`` made it listen on; ``{}`` when it has none (not built here)."""
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    for container in spec.get("containers") or ():
+        if isinstance(container, dict) and container.get("name") == CONTAINER_NAME:
+            for port in container.get("ports") or ():
+                if (
+                    isinstance(port, dict)
+                    and port.get("name") == "proxy"
+                    and isinstance(port.get("containerPort"), int)
+                ):
+                    return {"port": port["containerPort"]}
+    return {}
+
+
 def has_auth_volume(pod) -> bool:
     """Whether a Pod (a client model) was built with the password Secret mounted."""
     return any(v.name == AUTH_VOLUME and v.secret is not None for v in (pod.spec.volumes or ()))

@@ -24,6 +24,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     contract,
     errors,
     names,
+    ownership,
     timestamps,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
@@ -74,6 +75,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         self.config = block
         self._client = None  # built on first use: constructing a provider never dials
         self._client_lock = threading.Lock()  # batches call one provider from several threads
+        self._seen = contract.SeenFields()  # the fixed fields the last get of each id read
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -151,6 +153,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             made_by=labels.get(names.LABEL_PROVIDER, ""),
         )
 
+    def _other_provider(self, labels: dict, provider_id: str) -> str:
+        """Why the Pod of ``labels`` is another provider's of this namespace (issue 28 §2), or ``""``."""
+        return ownership.other_provider(
+            "Pod %s" % provider_id, (labels or {}).get(names.LABEL_PROVIDER) or "", self.name
+        )
+
     def _model_instance(self, pod, deadline) -> contract.Instance:
         """The Instance of a Pod the client read as a model (the rare paths keep the models)."""
         return self._instance(self._api_client(deadline).sanitize_for_serialization(pod))
@@ -224,6 +232,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         if not 1 <= int(req.port) <= 65535:
             raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
         log.info("provider=%s op=create request=%s", self.name, req.describe())
+        self._seen.forget(provider_id)
         try:
             core = self._core(deadline)
             body = podlib.build_pod(req, namespace, self.installation, self.config, self.name)
@@ -255,6 +264,9 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                         provider_id,
                         "Pod %s exists and belongs to uid %r, not %s" % (provider_id, owner_uid, req.uid),
                     ) from None
+                other = self._other_provider(pod.metadata.labels, provider_id)
+                if other:
+                    raise errors.permanent("create", self.name, provider_id, other) from None
                 if self._model_instance(pod, deadline).state in (contract.STOPPED, contract.TERMINATED):
                     pod = self._recreate(core, req, namespace, body, pod, deadline)
                 else:
@@ -299,23 +311,43 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         )
         return core.create_namespaced_pod(namespace, body, _request_timeout=self._timeout(deadline, "create"))
 
-    def get(self, provider_id: str, deadline) -> contract.Instance:
+    def _read_pod(self, op: str, provider_id: str, deadline) -> dict:
+        """The Pod ``provider_id`` names, as the API server answers it (JSON); NotFound only on
+        the API server's proof that this Pod is missing."""
         try:
             namespace, name = parse_id(provider_id)
         except ValueError as exc:
-            raise errors.permanent("get", self.name, provider_id, exc) from exc
+            raise errors.permanent(op, self.name, provider_id, exc) from exc
         try:
             pod = answers.read(
                 self._core(deadline).read_namespaced_pod,
                 name,
                 namespace,
                 kind="Pod",
-                _request_timeout=self._timeout(deadline, "get"),
+                _request_timeout=self._timeout(deadline, op),
             )
             answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
-            return self._instance(pod)
         except Exception as exc:
-            raise self._fail("get", provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
+            raise self._fail(op, provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
+        return pod
+
+    def get(self, provider_id: str, deadline) -> contract.Instance:
+        pod = self._read_pod("get", provider_id, deadline)
+        try:
+            other = self._other_provider(answers.section(pod, "metadata").get("labels"), provider_id)
+            found = self._instance(pod)
+        except Exception as exc:  # an answer of another shape: never an instance
+            raise self._fail("get", provider_id, exc) from exc
+        if other:  # not this provider's: it has no Pod of that name (as local answers)
+            raise errors.not_found("get", self.name, provider_id, other)
+        self._seen.keep(provider_id, podlib.fixed_fields(pod))
+        return found
+
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        """The Squid's containerPort, from the Pod the last ``get`` read (else read again)."""
+        return self._seen.take(
+            provider_id, lambda: podlib.fixed_fields(self._read_pod("fixed_fields", provider_id, deadline))
+        )
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
         try:
@@ -374,10 +406,11 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             namespace, name = parse_id(provider_id)
         except ValueError as exc:
             raise errors.permanent("delete", self.name, provider_id, exc) from exc
+        self._seen.forget(provider_id)
         try:
             core = self._core(deadline)
             remove.delete_ours(
-                core, namespace, name, self.installation, lambda: self._timeout(deadline, "delete")
+                core, namespace, name, self.installation, lambda: self._timeout(deadline, "delete"), self.name
             )
             authlib.delete_ours(core, name, namespace, lambda: self._timeout(deadline, "delete"))
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)

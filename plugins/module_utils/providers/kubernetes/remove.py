@@ -41,17 +41,25 @@ def _read(read, kind: str, namespace: str, name: str, timeout):
     return found.metadata
 
 
-def check(meta, what: str, installation: str) -> None:
+def check(meta, what: str, installation: str, provider: str = "") -> None:
+    """Raise ``Foreign`` unless the object's labels mark it ours: managed, this installation's,
+    and made by ``provider`` (or by no recorded provider: made before the mark existed)."""
     labels = meta.labels or {}
     refusal = ownership.foreign(
-        what, names.is_managed(labels), labels.get(names.LABEL_INSTALL) or "", installation
+        what,
+        names.is_managed(labels),
+        labels.get(names.LABEL_INSTALL) or "",
+        installation,
+        labels.get(names.LABEL_PROVIDER) or "",
+        provider,
     )
     if refusal:
         raise Foreign(refusal)
 
 
-def delete_ours(core, namespace: str, name: str, installation: str, timeout) -> None:
-    """Pod and ConfigMap: both are read and checked before either is deleted."""
+def delete_ours(core, namespace: str, name: str, installation: str, timeout, provider: str = "") -> None:
+    """Pod and ConfigMap: both are read and checked before either is deleted (``provider``: the
+    deleting provider, which never deletes another provider's on a shared namespace)."""
     steps = (
         ("pods", "Pod", core.read_namespaced_pod, core.delete_namespaced_pod),
         ("configmaps", "ConfigMap", core.read_namespaced_config_map, core.delete_namespaced_config_map),
@@ -61,7 +69,7 @@ def delete_ours(core, namespace: str, name: str, installation: str, timeout) -> 
         for kind, label, read, remove in steps:
             meta = _read(read, kind, namespace, name, timeout)
             if meta is not None:
-                check(meta, "%s %s/%s" % (label, namespace, name), installation)
+                check(meta, "%s %s/%s" % (label, namespace, name), installation, provider)
                 found.append((kind, remove, meta))
         try:
             for kind, remove, meta in found:

@@ -28,7 +28,7 @@ import dataclasses
 import logging
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, contract, ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     bases,
@@ -92,8 +92,9 @@ def plan(config, req: contract.CreateRequest) -> Plan:
     return Plan(host=host, machine=machine, image=image.resolve(config, req.placement.image))
 
 
-def adopt(conn, type_name: str, req: contract.CreateRequest, deadline) -> None:
-    """The domain exists: check it is ours and make it run."""
+def adopt(conn, type_name: str, req: contract.CreateRequest, deadline, provider: str = "") -> None:
+    """The domain exists: check it is ours (this type's, this uid's, and made by ``provider``
+    or by no recorded provider) and make it run."""
     marks = inspect.read_marks(conn, req.name, type_name)
     if marks is None or not marks.managed:
         raise Permanent(
@@ -102,6 +103,9 @@ def adopt(conn, type_name: str, req: contract.CreateRequest, deadline) -> None:
         )
     if marks.uid != req.uid:  # an empty UID too: create writes it with the domain, so not ours
         raise Permanent("domain %s belongs to uid %r, not %s" % (req.name, marks.uid, req.uid))
+    other = ownership.other_provider("domain %s" % req.name, marks.provider, provider)
+    if other:
+        raise Permanent(other)
     if req.auth is not None and not (marks.passwd and req.auth.matches(marks.passwd)):
         raise CredentialsFixed(fixed_credentials(marks.passwd))  # never started with other credentials
     ensure_running(conn, req.name, deadline)
@@ -232,6 +236,7 @@ def build(provider, conn, p: Plan, req: contract.CreateRequest, deadline) -> Non
         created_at=created_at,
         installation=provider.installation,
         provider=provider.name,
+        port=int(req.port),
     )
     log.debug(
         "provider=%s libvirt domain xml host=%s name=%s xml=%s",

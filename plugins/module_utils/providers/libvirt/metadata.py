@@ -9,9 +9,12 @@ the other way round). Volumes cannot hold metadata, so each instance also has a 
 volume with the same facts as JSON, written before its other volumes and deleted after them:
 volumes left without a domain (a crash mid-create, a domain removed by hand) stay findable.
 
-With ``auth`` the element also keeps ``passwd``, the password file line the seed's user-data
-gave the guest (``user:$6$...``, the hash only, never the password): a domain's credentials are
-fixed at creation, and this is how ``sync_auth`` knows them without reading the seed back.
+The element also keeps ``port``, the proxy port the domain was created for (fixed at creation:
+the seed's cloud-init was made for it; a domain made before it was recorded has none, and
+``fixed_fields`` cannot tell). With ``auth`` it also keeps ``passwd``, the password file line
+the seed's user-data gave the guest (``user:$6$...``, the hash only, never the password): a
+domain's credentials are fixed at creation, and this is how ``sync_auth`` knows them without
+reading the seed back.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Marks:
     installation: str
     passwd: str = ""  # the password file line the guest was given at creation; "": no auth
     provider: str = ""  # the configured provider that made it; "": made before it was recorded
+    port: int = 0  # the proxy port it was created for; 0: made before it was recorded
 
     def owned_by(self, provider: str) -> bool:
         """Two providers on one host see the same domains: each lists only its own (and those
@@ -61,21 +65,25 @@ def format_time(value: datetime.datetime) -> str:
     return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def element_xml(
-    uid: str, created_at: datetime.datetime, installation: str, passwd: str = "", provider: str = ""
-) -> str:
-    """The bare element as libvirt's metadata API takes and returns it (no namespace prefix)."""
+def element_xml(*fields, **named) -> str:
+    """The bare element of ``attributes(*fields, **named)`` as libvirt's metadata API takes and
+    returns it (no namespace prefix)."""
     node = ET.Element(ELEMENT)
-    for key, value in attributes(uid, created_at, installation, passwd, provider).items():
+    for key, value in attributes(*fields, **named).items():
         node.set(key, value)
     return ET.tostring(node, encoding="unicode")
 
 
 def attributes(
-    uid: str, created_at: datetime.datetime, installation: str, passwd: str = "", provider: str = ""
+    uid: str,
+    created_at: datetime.datetime,
+    installation: str,
+    passwd: str = "",
+    provider: str = "",
+    port: int = 0,
 ) -> dict:
     """The element's attributes (domain_xml writes the same ones); ``passwd`` only with auth,
-    ``provider`` (the configured provider that made it) when given."""
+    ``provider`` (the configured provider that made it) and ``port`` when given."""
     attrs = {
         "managed": names.LABEL_MANAGED_VALUE,
         "uid": uid,
@@ -84,6 +92,8 @@ def attributes(
     }
     if provider:
         attrs["provider"] = provider
+    if port:
+        attrs["port"] = str(int(port))
     if passwd:
         attrs["passwd"] = passwd.rstrip("\n")  # one line; a newline would not survive as an attribute
     return attrs
@@ -103,6 +113,7 @@ def parse_element(text: str) -> Marks:
         installation=node.get("installation", ""),
         passwd=node.get("passwd", ""),
         provider=node.get("provider", ""),
+        port=int(node.get("port")) if (node.get("port") or "").isdigit() else 0,
     )
 
 

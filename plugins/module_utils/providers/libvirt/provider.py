@@ -22,7 +22,7 @@ import logging
 import posixpath
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names, ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
@@ -50,6 +50,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
 
+def _fixed_fields(marks) -> dict:
+    """``{"port": n}`` from a domain's marks; ``{}`` for one made before the port was recorded."""
+    return {"port": marks.port} if marks is not None and marks.port else {}
+
+
 class LibvirtProvider(contract.Provider, contract.Checker):
     supports_auth = True  # the collection's cloud-init part in the seed's user-data (cloud_init_auth)
 
@@ -67,6 +72,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         self._locks = {}
         self._locks_guard = threading.Lock()
         self._holders = {}  # lock key -> what holds it, for the message of a wait that runs out
+        self._seen = contract.SeenFields()  # the fixed fields the last get of each id read
         if block.insecure_ignore_host_key:
             log.warning(
                 "provider=%s insecureIgnoreHostKey is set: SSH host keys are not verified, a man in "
@@ -199,8 +205,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                     if exc.code != backend.ERR_NO_DOMAIN:
                         raise
                     exists = False
+                self._seen.forget(provider_id)
                 if exists:
-                    create.adopt(conn, self.type_name, req, deadline)
+                    create.adopt(conn, self.type_name, req, deadline, self.name)
                     outcome = "adopted"
                 else:
                     self._refuse_kvm_that_cannot_run(conn, plan.host, provider_id)
@@ -231,12 +238,27 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         try:
             conn = self.hosts.get(host, deadline)
             marks = inspect.read_marks(conn, name, self.type_name)
+            other = ownership.other_provider("domain %s" % name, marks.provider if marks else "", self.name)
+            if other:  # not this provider's: it has no domain of that name (as local answers)
+                raise errors.not_found("get", self.name, provider_id, other)
             found = inspect.instance(conn, host.name, name, marks, deadline)
         except Exception as exc:
             raise self._fail("get", provider_id, exc) from exc
+        self._seen.keep(provider_id, _fixed_fields(marks))
         log.info("provider=%s op=get host=%s name=%s state=%s", self.name, host.name, name, found.state)
         log.debug("provider=%s op=get host=%s name=%s ip=%s", self.name, host.name, name, found.ip)
         return found
+
+    def fixed_fields(self, provider_id: str, deadline) -> dict:
+        """The port recorded in the domain's marks, from the last ``get``'s read (else read again)."""
+        return self._seen.take(provider_id, lambda: self._read_fixed_fields(provider_id, deadline))
+
+    def _read_fixed_fields(self, provider_id: str, deadline) -> dict:
+        name, host = self._parse("fixed_fields", provider_id)
+        try:
+            return _fixed_fields(inspect.read_marks(self.hosts.get(host, deadline), name, self.type_name))
+        except Exception as exc:
+            raise self._fail("fixed_fields", provider_id, exc) from exc
 
     def delete(self, provider_id: str, deadline) -> None:
         """Done for an id whose host left the config (the blueprint's SHOULD): nothing configured
@@ -253,10 +275,13 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 host_name,
             )
             return
+        self._seen.forget(provider_id)
         try:
             with self.locked(provider_id, deadline, "delete of %s" % provider_id):
                 conn = self.hosts.get(host, deadline)
-                had_domain = remove.remove_domain(conn, host.pool, name, self.type_name, self.installation)
+                had_domain = remove.remove_domain(
+                    conn, host.pool, name, self.type_name, self.installation, self.name
+                )
                 backing = bases.backing_of(conn, host.pool, ids.overlay_volume(name, self.type_name))
                 volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
                 remove.verify_gone(conn, host.pool, name, self.type_name)

@@ -31,25 +31,31 @@ log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 MARKS_LIMIT = 4096
 
 
-def _refuse_foreign(what: str, marks, installation: str) -> None:
+def _refuse_foreign(what: str, marks, installation: str, provider: str = "") -> None:
     refusal = ownership.foreign(
-        what, marks is not None and marks.managed, marks.installation if marks else "", installation
+        what,
+        marks is not None and marks.managed,
+        marks.installation if marks else "",
+        installation,
+        marks.provider if marks else "",
+        provider,
     )
     if refusal:
         raise Permanent(refusal)
 
 
-def remove_domain(conn, pool: str, name: str, type_name: str, installation: str) -> bool:
+def remove_domain(conn, pool: str, name: str, type_name: str, installation: str, provider: str = "") -> bool:
     """Destroy and undefine; ``False`` when there was no domain (its volume set is then checked:
-    a leftover of another installation is refused the same way)."""
+    a leftover of another installation, or of another ``provider`` on this host, is refused the
+    same way)."""
     try:
         marks = inspect.read_marks(conn, name, type_name)
     except backend.LibvirtCallError as exc:
         if exc.code == backend.ERR_NO_DOMAIN:
-            _refuse_foreign_leftover(conn, pool, name, type_name, installation)
+            _refuse_foreign_leftover(conn, pool, name, type_name, installation, provider)
             return False
         raise
-    _refuse_foreign("domain %s (%s marks)" % (name, type_name), marks, installation)
+    _refuse_foreign("domain %s (%s marks)" % (name, type_name), marks, installation, provider)
     for step in (conn.domain_destroy, conn.domain_undefine):
         try:
             step(name)
@@ -61,7 +67,9 @@ def remove_domain(conn, pool: str, name: str, type_name: str, installation: str)
     return True
 
 
-def _refuse_foreign_leftover(conn, pool: str, name: str, type_name: str, installation: str) -> None:
+def _refuse_foreign_leftover(
+    conn, pool: str, name: str, type_name: str, installation: str, provider: str = ""
+) -> None:
     volume = ids.marks_volume(name, type_name)
     try:
         data = conn.volume_download(pool, volume, MARKS_LIMIT)
@@ -73,7 +81,7 @@ def _refuse_foreign_leftover(conn, pool: str, name: str, type_name: str, install
         marks = metadata.parse_volume_json(data, type_name, name)
     except metadata.MarksError as exc:
         raise Permanent("volume %s cannot be read as marks (%s): refusing to delete its set" % (volume, exc))
-    _refuse_foreign("volume set %s (%s)" % (name, volume), marks, installation)
+    _refuse_foreign("volume set %s (%s)" % (name, volume), marks, installation, provider)
 
 
 def remove_volumes(conn, pool: str, name: str, type_name: str) -> list:

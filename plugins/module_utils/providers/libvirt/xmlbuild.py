@@ -46,6 +46,7 @@ def domain_xml(
     installation: str,
     passwd: str = "",
     provider: str = "",
+    port: int = 0,
 ) -> str:
     dom = ET.Element("domain", {"type": domain_type})
     _sub(dom, "name", name)
@@ -58,7 +59,7 @@ def domain_xml(
     _sub(
         meta,
         "{%s}%s" % (ns, metadata.ELEMENT),
-        **metadata.attributes(uid, created_at, installation, passwd, provider),
+        **metadata.attributes(uid, created_at, installation, passwd, provider, port),
     )
     os_node = _sub(dom, "os", firmware="efi") if firmware == "uefi" else _sub(dom, "os")
     _sub(os_node, "type", "hvm", arch="x86_64")
