@@ -35,11 +35,13 @@ def test_two_module_processes_share_the_providers_rate_limit(tmp_path, local):
     first, second = run["first process"], run["second process"]
     assert first.get("failed") is not True, first
     assert sorted(first["not_found"]) == ids[:2]
-    # The third token went to the second process's first get; its second get found none within
-    # its 2 s deadline (the next comes in 20 s) and was never sent.
-    assert second["not_found"] == [ids[2]], second
+    # The third token went to one of the second process's two gets (they run concurrently, so
+    # either); the other found none within its 2 s deadline (the next comes in 20 s) and was
+    # never sent.
+    assert len(second["not_found"]) == 1 and second["not_found"][0] in ids[2:], second
+    assert [e["id"] for e in second["errors"]] == sorted(set(ids[2:]) - set(second["not_found"])), second
     text = str(second)
     assert "rate limit 0.05 calls/s (burst 3) of provider 'local'" in text
     assert "transient" in text
-    assert [r["class"] for r in second["telemetry"]] == ["not_found", "transient"]
+    assert sorted(r["class"] for r in second["telemetry"]) == ["not_found", "transient"]
     assert len(os.listdir(bucket_dir)) == 1  # one bucket for the provider, shared
