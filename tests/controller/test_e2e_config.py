@@ -6,11 +6,16 @@ Running poll, and fixed again. Watching the Proxies all along: none ever gets Pe
 loses Ready, each keeps its providerID, none gets a Warning Event; the controller reports each
 problem once, on its Lease and on /readyz, naming the file (a removed provider that made
 instances as ProvidersMissing).
+
+A controller started before its providers file exists (or while it is invalid) runs no orphan
+GC sweep until a version is valid: each round waits with an INFO line, never a failed run
+logged at ERROR with a traceback (issue 31); the first valid version is swept with.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import urllib.request
@@ -27,6 +32,10 @@ pytestmark = [pytest.mark.squid]
 controller_api = e2e_lib.controller_api
 e2e = test_e2e.e2e
 RUNNING_POLL = 3.0  # the harness's --running-poll
+# A sweep every second from 1 s after start (the scoped test controller sweeps only when the
+# installation is its own).
+GC_FLAGS = ["--gc-interval", "1", "--gc-jitter", "0", "--gc-own-installation"]
+GC_WAITS = "gc: no valid providers file yet"
 
 
 class Watcher:
@@ -93,8 +102,6 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
         for what, data, problem in breakages:
             with open(e2e.controller.providers_file + ".tmp", "wb") as handle:
                 handle.write(data)
-            import os
-
             os.replace(e2e.controller.providers_file + ".tmp", e2e.controller.providers_file)
             if problem:
                 kube_testlib.wait_for(
@@ -128,3 +135,46 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
     assert len(reports) == 3 and all(e2e.controller.providers_file in m for m in reports)
     assert [r for r, _m in _lease_events(e2e)].count("ProvidersMissing") == 1
     assert "egress_proxies_providers_file_error 0.0" in e2e.controller.metrics()
+
+
+@pytest.fixture
+def unconfigured(controller_api, kube_cluster, kube_namespace, tmp_path):
+    """An environment whose providers file does not exist yet (the controller is not started)."""
+    env = test_e2e.E2E(controller_api, kube_cluster, kube_namespace, tmp_path)
+    os.unlink(env.controller.providers_file)
+    try:
+        yield env
+    finally:
+        env.cleanup()
+
+
+def _gc_rounds(log: str) -> int:
+    """Orphan GC rounds that found no valid providers file (waited, or failed before issue 31)."""
+    return log.count(GC_WAITS) + log.count("orphan-gc round failed")
+
+
+def test_the_orphan_gc_waits_for_a_valid_providers_file(unconfigured):
+    env = unconfigured
+
+    def log() -> str:
+        return env.controller.tail(100000)
+
+    env.controller.start(extra_args=GC_FLAGS)
+    kube_testlib.wait_for("GC rounds with no file", lambda: _gc_rounds(log()) >= 1, timeout=30)
+    with open(env.controller.providers_file, "w") as handle:
+        handle.write("providers: [\n")  # present, not valid
+    kube_testlib.wait_for("the invalid file reported", lambda: "not valid YAML" in log(), timeout=30)
+    rounds = _gc_rounds(log())
+    kube_testlib.wait_for(
+        "GC rounds with an invalid file", lambda: _gc_rounds(log()) >= rounds + 1, timeout=30
+    )
+    assert "runner run gc.yml" not in log()
+    env.controller.write_providers(env.providers)
+    env.controller.wait_ready()
+    kube_testlib.wait_for("a sweep", lambda: "runner run gc.yml status=successful" in log(), timeout=60)
+    text = log()
+    errors = [
+        line for line in text.splitlines() if " ERROR " in line and "providers file problem:" not in line
+    ]
+    assert (errors, "Traceback" in text, "RunFailed" in text) == ([], False, False), text
+    assert GC_WAITS in text
