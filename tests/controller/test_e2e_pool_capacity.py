@@ -54,7 +54,7 @@ class Watch:
 
     def __init__(self, pools: PoolE2E, name: str):
         self.pools, self.name = pools, name
-        self.kept = {}  # member name -> providerID, of every member seen fitting
+        self.kept = {}  # member name -> (uid, providerID), of every member seen fitting
 
     def members(self) -> dict:
         now = {m["metadata"]["name"]: m for m in self.pools.members(self.name)}
@@ -63,7 +63,7 @@ class Watch:
                 raise Lost("member %s fit but was deleted\n%s" % (name, self.pools.pool_log()))
         for name, m in now.items():
             if _fitting(m):
-                self.kept.setdefault(name, m["status"].get("providerID"))
+                self.kept.setdefault(name, _identity(m))
         return now
 
     def until(self, what: str, predicate, timeout: float = TIGHT) -> dict:
@@ -83,6 +83,11 @@ class Watch:
                     self.pools.pool_log(),
                 )
             ) from None
+
+
+def _identity(member: dict) -> tuple:
+    """What changes when a member is recreated: the Proxy's uid and its instance's providerID."""
+    return member["metadata"]["uid"], (member.get("status") or {}).get("providerID")
 
 
 def _ready(members: dict) -> list:
@@ -146,5 +151,5 @@ def test_capacity_coming_back_grows_the_pool_without_recreating_the_kept(quick):
     quick.controller.write_providers(quick.providers)
     watch.until("4 Ready", lambda ms: len(_ready(ms)) == 4 and len(ms) == 4)
     quick.wait_settled("back", 4, timeout=TIGHT)
-    now = {m["metadata"]["name"]: m["status"].get("providerID") for m in quick.members("back")}
-    assert {n: now.get(n) for n in before} == before  # same names, same instances
+    now = {m["metadata"]["name"]: _identity(m) for m in quick.members("back")}
+    assert {n: now.get(n) for n in before} == before  # same names, same Proxies, same instances
