@@ -9,7 +9,9 @@ the others, in proportion to their weights.
 
 A skipped target is capped at what it holds (``skip_caps``): every current member that has not
 failed, Ready or still on its way (Provisioning). Counting only the Ready ones would cap a target
-whose members that fit are still starting at 0, and the planner would delete them.
+whose members that fit are still starting at 0, and the planner would delete them. proxy_pool
+holds the same members (its ``pool_members.holds``: the controller imports no module_utils, so
+``tests/unit/test_pool_skip_rule.py`` keeps the two equal).
 """
 
 from __future__ import annotations
