@@ -31,7 +31,7 @@ class PoolMetrics:
         )
         self.target_desired = Gauge(
             "egress_proxies_pool_target_desired_replicas",
-            "Members a spread target should have (0 while it is skipped).",
+            "Members a spread target should have (skipped: at most what it holds; 0 without its provider).",
             [*labels, "target"],
             registry=registry,
         )
