@@ -43,7 +43,7 @@ def apportion(total: int, weights: list, caps: list) -> list:
 
 def split(total: int, targets: list, degraded_caps: dict) -> dict:
     """Target name -> members it should have; ``degraded_caps`` maps a skipped target to the
-    most it may keep (its Running members), under its own ``maximum``."""
+    most it may keep (what it holds: ``pool_members.holds``), under its own ``maximum``."""
     caps = []
     for target in targets:
         cap = target.maximum
