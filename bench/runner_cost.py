@@ -11,13 +11,17 @@ side by side, in one process, on the same machine, each case ``--repeat`` times 
   through ansible-runner (``Executor.run_playbook``, the controller's own code and settings),
   one get of one id.
 
-The last two run twice: as they run now (the module started from the installed collection,
-plugins/plugin_utils/direct_module.py) and, marked ``(AnsiballZ)``, with
-``EGRESS_PROXIES_DIRECT_MODULES=false``, ansible-core's zipped module as before that change.
+The last two run as they run now (the module started from the installed collection,
+plugins/plugin_utils/direct_module.py; the controller's ``ansible-playbook`` forked from its fork
+server, fork_server.py) and, marked ``(AnsiballZ)``, with ``EGRESS_PROXIES_DIRECT_MODULES=false``
+(ansible-core's zipped module, and no fork server); ``controller-run (no fork server)`` is the
+controller's run with ``--no-ansible-fork-server``.
 
 CPU-seconds are the children's user+system time (``RUSAGE_CHILDREN``) plus, for the runner
-case, this process's own (the runner reads events in-process). ``--profile`` also samples one
-controller run with py-spy (every process it starts) and prints where its CPU goes by phase.
+case, this process's own (the runner reads events in-process) and the fork server's with its
+reaped children (each run's forked ``ansible-playbook``, its workers and modules). ``--profile``
+also samples one controller run with py-spy (every process it starts) and prints where its CPU
+goes by phase.
 
 Usage: .venv/bin/python bench/runner_cost.py [--repeat 7] [--profile]
 """
@@ -79,7 +83,16 @@ PHASES = (
 def _cpu() -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = resource.getrusage(resource.RUSAGE_SELF)
-    return children.ru_utime + children.ru_stime + own.ru_utime + own.ru_stime
+    servers = sum(_process_tree_cpu(e.launcher.server_pid) for e in EXECUTORS if e.launcher.server_pid)
+    return children.ru_utime + children.ru_stime + own.ru_utime + own.ru_stime + servers
+
+
+def _process_tree_cpu(pid: int) -> float:
+    """A live fork server's CPU and its reaped children's (each run's ansible-playbook), which
+    reach this process's RUSAGE_CHILDREN only once the server itself has exited."""
+    with open("/proc/%d/stat" % pid) as handle:
+        fields = handle.read().rpartition(")")[2].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
 
 
 def _env() -> dict:
@@ -106,6 +119,7 @@ def measure(run, repeat: int) -> tuple:
 
 
 PACKAGED = {"EGRESS_PROXIES_DIRECT_MODULES": "false"}  # ansible-core's AnsiballZ path
+EXECUTORS = []  # closed at the end: each may hold a fork server
 
 
 def command(argv: list, extra: dict | None = None):
@@ -116,11 +130,13 @@ def command(argv: list, extra: dict | None = None):
     return run
 
 
-def controller_run(work: str, providers_file: str, extra: dict | None = None):
+def controller_run(work: str, providers_file: str, extra: dict | None = None, fork_server: bool = True):
     os.environ.update(_env())
     from egress_proxies_controller.executor import PLAYBOOK, Executor
 
-    executor = Executor(os.path.join(work, "runner"), providers_file, collections_path=COLLECTIONS)
+    runner_dir = os.path.join(work, "runner-%d" % len(os.listdir(work)))
+    executor = Executor(runner_dir, providers_file, collections_path=COLLECTIONS, fork_server=fork_server)
+    EXECUTORS.append(executor)
     payload = {
         "instances": [],
         "gets": [{"provider": "local", "ids": ["local/proxy-aaaaaaaaaaaaaaaa"]}],
@@ -214,7 +230,8 @@ def main() -> None:
             ("empty-play", command([playbook, empty])),
             ("info-play (AnsiballZ)", command([playbook, info], PACKAGED)),
             ("info-play", command([playbook, info])),
-            ("controller-run (AnsiballZ)", controller_run(work, providers_file, PACKAGED)),
+            ("controller-run (AnsiballZ)", controller_run(work, providers_file, PACKAGED, False)),
+            ("controller-run (no fork server)", controller_run(work, providers_file, fork_server=False)),
             ("controller-run", controller_run(work, providers_file)),
         )
         print("%d runs each (median), %s, %d CPUs" % (args.repeat, os.uname().machine, os.cpu_count()))
@@ -230,6 +247,8 @@ def main() -> None:
         if args.profile:
             profile()
     finally:
+        for executor in EXECUTORS:
+            executor.close()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -117,6 +117,13 @@ def parser() -> argparse.ArgumentParser:
         help="poll a provider with one list instead of gets from this many polls per tick",
     )
     g.add_argument("--keep-artifacts", type=int, default=5, help="runner artifact directories kept")
+    g.add_argument(
+        "--ansible-fork-server",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start each run's ansible-playbook as a fork of one that imported ansible-core once "
+        "(about half a run's CPU; docs/performance.md); off: ansible-runner starts it itself",
+    )
     g = p.add_argument_group("intervals (blueprint §1)")
     g.add_argument("--provisioning-poll", type=float, default=10.0, help="poll while Provisioning")
     g.add_argument("--deletion-poll", type=float, default=10.0, help="poll while deleting")
@@ -409,6 +416,7 @@ def _main(argv) -> int:
         run_log=args.run_log,
         heartbeat=elector.heartbeat if elector is not None else "",
         renew_deadline=args.renew_deadline,
+        fork_server=args.ansible_fork_server,
     )
     metrics.runs_in_flight.set_function(executor.runs_in_flight)
     renew_stop = threading.Event()  # set only once all work has drained

@@ -32,6 +32,7 @@ import time
 import uuid
 
 from . import process_tree, runner_phases, tracing
+from .playbook_launcher import PlaybookLauncher
 from .reconciler import CREATE, DELETE, GET, NOT_FOUND, TRANSIENT, Action, Answer
 
 log = logging.getLogger("egress_proxies_controller.executor")
@@ -133,6 +134,7 @@ class Executor:
         run_log: str = "",
         heartbeat: str = "",
         renew_deadline: float = 10.0,
+        fork_server: bool = True,
     ):
         self.work_dir = work_dir
         self.providers_file = providers_file
@@ -151,6 +153,7 @@ class Executor:
         self._lock = threading.Lock()
         self._active = set()  # run dirs in use: never rotated away
         self._running = {}  # run id -> run dir, while its processes may live
+        self.launcher = PlaybookLauncher(work_dir, fork_server)
         os.makedirs(work_dir, mode=0o700, exist_ok=True)
         os.chmod(work_dir, 0o700)
         self.close()  # what an earlier process left (after a SIGKILL) is never read again
@@ -353,7 +356,7 @@ class Executor:
                 try:
                     runner = ansible_runner.run(
                         private_data_dir=run_dir,
-                        playbook=name,
+                        **self.launcher.runner_arguments(name),
                         extravars={"items_file": items_file},
                         envvars=envvars,
                         quiet=True,
@@ -431,7 +434,9 @@ class Executor:
             self.record("killed", run_id, "aborted")  # the process may exit before the run's "end"
 
     def close(self) -> None:
-        """Remove the private run directories (their artifacts hold no secret, but nothing stays)."""
+        """Stop the fork server and remove the private run directories (their artifacts hold no
+        secret, but nothing stays)."""
+        self.launcher.close()
         shutil.rmtree(os.path.join(self.work_dir, "runs"), ignore_errors=True)
 
     def record(self, what: str, run_id: str, label: str) -> None:

@@ -6,6 +6,8 @@ the controller already retries the same items. Each run is started with ``RUN_EN
 its environment, which every descendant inherits whatever session or group it moves to; after
 the run (and whenever it must stop early) ``kill_run`` SIGKILLs every process still carrying the
 mark, until none is left. Only processes of this user are visible to it, which is what we start.
+A run forked from the fork server has no exec of its own to carry the mark: it writes it into its
+environment block instead (environ_mark), which its workers inherit.
 """
 
 from __future__ import annotations
