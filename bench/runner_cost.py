@@ -106,16 +106,20 @@ def _env() -> dict:
     )
 
 
-def measure(run, repeat: int) -> tuple:
-    """Median (cpu, wall) of ``repeat`` calls of ``run``, after one warm-up call."""
-    run()
-    cpu, wall = [], []
-    for _run in range(repeat):
-        c0, w0 = _cpu(), time.monotonic()
+def measure(cases: tuple, repeat: int) -> dict:
+    """Median (cpu, wall) of ``repeat`` calls of each case, after one warm-up call of each. The
+    cases take turns (one call of each per round), so a slow spell of the machine (a shared
+    host's) weighs on every case alike, not on whichever ran then."""
+    samples = {name: ([], []) for name, _run in cases}
+    for _name, run in cases:
         run()
-        cpu.append(_cpu() - c0)
-        wall.append(time.monotonic() - w0)
-    return statistics.median(cpu), statistics.median(wall)
+    for _round in range(repeat):
+        for name, run in cases:
+            c0, w0 = _cpu(), time.monotonic()
+            run()
+            samples[name][0].append(_cpu() - c0)
+            samples[name][1].append(time.monotonic() - w0)
+    return {name: (statistics.median(cpu), statistics.median(wall)) for name, (cpu, wall) in samples.items()}
 
 
 PACKAGED = {"EGRESS_PROXIES_DIRECT_MODULES": "false"}  # ansible-core's AnsiballZ path
@@ -235,12 +239,11 @@ def main() -> None:
             ("controller-run", controller_run(work, providers_file)),
         )
         print("%d runs each (median), %s, %d CPUs" % (args.repeat, os.uname().machine, os.cpu_count()))
-        print("%-28s %10s %10s %12s" % ("case", "CPU s", "wall s", "CPU / empty"))
-        figures = {}
-        for name, run in cases:
-            figures[name] = measure(run, args.repeat)
-            print("%-28s %10.2f %10.2f" % ((name,) + figures[name]), end="")
-            if "empty-play" in figures:
+        print("%-32s %10s %10s %12s" % ("case", "CPU s", "wall s", "CPU / empty"))
+        figures = measure(cases, args.repeat)
+        for name, _run in cases:
+            print("%-32s %10.2f %10.2f" % ((name,) + figures[name]), end="")
+            if name != "import":
                 print(" %11.2fx" % (figures[name][0] / figures["empty-play"][0]))
             else:
                 print()

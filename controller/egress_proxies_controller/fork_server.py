@@ -20,7 +20,9 @@ process_tree finds it and its workers; if the stand-in goes away (ansible-runner
 it), the child's session is killed. The server exits when the controller that started it does,
 and after ``IDLE_SECONDS`` without a run.
 
-``python -m egress_proxies_controller.fork_server SOCKET``
+``python -m egress_proxies_controller.fork_server FD``: FD is the listening Unix socket, bound
+by the launcher (so a stand-in can connect as soon as the server exists, and the server's
+command line names no run directory).
 """
 
 from __future__ import annotations
@@ -85,12 +87,9 @@ PRELOAD = (
 
 
 class Server:
-    def __init__(self, path: str):
+    def __init__(self, listener_fd: int):
         self.parent = os.getppid()
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(path)
-        os.chmod(path, 0o600)
-        self.listener.listen(64)
+        self.listener = socket.socket(fileno=listener_fd)  # bound and listening (the launcher's)
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ)
         self.runs = {}  # child pid -> the stand-in's connection
@@ -299,15 +298,11 @@ def _kill_session(pid: int, signum: int) -> None:
 
 def main(argv: list) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server = Server(argv[0])
+    server = Server(int(argv[0]))
     try:
         server.serve()
     finally:
-        server.listener.close()
-        try:
-            os.unlink(argv[0])
-        except OSError:
-            pass
+        server.listener.close()  # a stand-in that connects now is refused, and falls back
     return 0
 
 

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
-import time
 
 from . import environ_mark
 from .process_tree import RUN_ENV
 
 log = logging.getLogger(__name__)
-START_SECONDS = 5.0  # at most this long for a new server to listen before a run goes without it
 
 
 class PlaybookLauncher:
@@ -58,22 +57,21 @@ class PlaybookLauncher:
             self._write_stand_in()
             if os.path.exists(self.socket_path):
                 os.unlink(self.socket_path)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(self.socket_path)
+            os.chmod(self.socket_path, 0o600)
+            listener.listen(64)  # connections wait in the backlog while the server starts
             env = dict(os.environ, **{RUN_ENV: environ_mark.PLACEHOLDER})
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []  # no working directory on sys.path
-            argv = [
-                sys.executable,
-                *safe_path,
-                "-m",
-                "egress_proxies_controller.fork_server",
-                self.socket_path,
-            ]
-            self._server = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, cwd="/")
+            argv = [sys.executable, *safe_path, "-m", "egress_proxies_controller.fork_server"]
+            fd = listener.fileno()
+            try:
+                self._server = subprocess.Popen(
+                    [*argv, str(fd)], env=env, stdin=subprocess.DEVNULL, cwd="/", pass_fds=(fd,)
+                )
+            finally:
+                listener.close()  # the server holds it now
             self.starts += 1
-            deadline = time.monotonic() + START_SECONDS  # it listens before it imports anything
-            while not os.path.exists(self.socket_path) and self._server.poll() is None:
-                if time.monotonic() > deadline:
-                    break  # the stand-in falls back until it listens
-                time.sleep(0.005)
             log.info("fork server started (pid %d, socket %s)", self._server.pid, self.socket_path)
 
     def _write_stand_in(self) -> None:

@@ -90,6 +90,9 @@ def test_a_run_is_a_fork_of_the_server_and_every_process_of_it_carries_the_run_m
     assert second["env"]["AWX_ISOLATED_DATA_DIR"] != first["env"]["AWX_ISOLATED_DATA_DIR"]
     assert second["env"]["EGRESS_PROXIES_PROVIDERS_FILE"] == executor.providers_file
 
+    executor.close()  # the controller's exit: its server goes with it
+    assert executor.launcher.server_pid is None and not os.path.exists("/proc/%d/cmdline" % server)
+
 
 def test_a_run_in_another_environment_runs_ansible_playbook_itself_and_the_server_is_replaced(
     executor, monkeypatch

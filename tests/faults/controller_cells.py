@@ -9,39 +9,21 @@ independent: the invariants of one cell read only its own Proxies' uids and inst
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 
 from controller.e2e_lib import GROUP, PLURAL, VERSION, condition
 from kubernetes.client.exceptions import ApiException
 
-from faults import playbook_runs
+from faults import playbook_runs, run_marks
 from faults.results import Outcome
 from faults.scenarios_controller import check_after, uids_on_backend
 
-RUN_MARK = b"EGRESS_PROXIES_RUN="
-
 
 def run_pids(env) -> list:
-    """Live processes of the controller's runs (their environment carries the run mark and the
-    controller's TMPDIR), Squids excepted: a proxy outlives its run by design. The controller
-    itself carries no mark, so this holds while it keeps running."""
-    tmpdir = ("TMPDIR=" + os.path.join(env.controller.workdir, "tmp")).encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/environ" % entry, "rb") as handle:
-                environ = handle.read()
-            with open("/proc/%s/cmdline" % entry, "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        if RUN_MARK in environ and tmpdir in environ and b"squid" not in cmdline:
-            found.append(int(entry))
-    return found
+    """Live processes of the controller's runs (run_marks). The controller itself carries no
+    mark, so this holds while it keeps running."""
+    return run_marks.run_pids(env.controller.workdir)
 
 
 def running(env, kubeconfig: str = "", extra=()) -> None:

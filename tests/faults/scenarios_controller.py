@@ -18,7 +18,7 @@ from cluster import kube_testlib
 from controller.e2e_lib import GROUP, PLURAL, VERSION, condition
 from kubernetes import client as k8s
 
-from faults import playbook_runs
+from faults import playbook_runs, run_marks
 from faults.results import Outcome
 from faults.scenario import Scenario, no_fault
 
@@ -57,14 +57,16 @@ def uids_on_backend(env) -> list:
 
 
 def run_processes(env) -> list:
-    """Processes whose command line names the controller's runner directory (its runs)."""
+    """Processes whose command line names the controller's runner directory (ansible-runner
+    started them) or that carry one of its runs' marks (run_marks: forked from its fork
+    server, or started by one of its runs)."""
     runner = os.path.join(env.controller.workdir, "runner").encode()
-    found = []
+    found = run_marks.run_pids(env.controller.workdir)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open("/proc/%s/cmdline" % entry, "rb") as handle:
-                    if runner in handle.read():
+                    if runner in handle.read() and int(entry) not in found:
                         found.append(int(entry))
             except OSError:
                 continue
@@ -107,6 +109,9 @@ def _finish(env, outcome: Outcome, names: list) -> None:
     env.controller.stop()
     outcome.check(["left behind: instance %s" % n for n in env.instances()])
     outcome.check(["left behind: run process %d" % p for p in run_processes(env)])
+    servers = lambda: run_marks.fork_servers(env.controller.workdir)  # noqa: E731
+    if not playbook_runs.wait_for(lambda: not servers(), 10):
+        outcome.check(["left behind: fork server %d of the stopped controller" % p for p in servers()])
 
 
 def _ready_proxy(env, name: str, spec: dict) -> None:
