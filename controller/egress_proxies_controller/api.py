@@ -28,6 +28,11 @@ REASON_CREDENTIALS_CHANGED = "CredentialsChanged"
 # replaces (deletes the old instance, then creates) until the new instance's create records its
 # real hash. Kept in status, so a controller restarted mid-way goes on replacing.
 SPEC_HASH_CREDENTIALS_CHANGED = "credentials-changed"
+# The module's reason when an existing instance listens on another port than the spec's
+# (errors.REASON_PORT_FIXED): found by a create after a crash and a port edit, it is replaced
+# the way a spec change replaces, with status.specHash set to this value no spec hashes to.
+REASON_PORT_FIXED = "PortFixedAtCreation"
+SPEC_HASH_PORT_CHANGED = "port-changed"
 
 REASON_PROVIDER_NOT_CONFIGURED = "ProviderNotConfigured"
 REASON_OLD_PROVIDER_NOT_CONFIGURED = "OldProviderNotConfigured"

@@ -32,7 +32,10 @@ Guarantees:
 * a provider whose credentials are fixed at creation (gcp, kvm) answers a rotated Secret's poll
   Permanent with reason CredentialsFixedAtCreation: that is not latched but replaces the instance
   the way a spec change does (status.specHash set to a value no spec has, so the replacement
-  survives a restart; deleted first, created once gone).
+  survives a restart; deleted first, created once gone);
+* a create that finds this Proxy's instance (made before a crash) listening on another port than
+  the spec's (edited since) is answered Permanent with reason PortFixedAtCreation: replaced the
+  same way, never latched.
 """
 
 from __future__ import annotations
@@ -250,6 +253,9 @@ class Reconciler:
             # An instance of this Proxy already exists with other credentials (created before a
             # crash, the Secret changed since): recorded, then replaced, never latched nor leaked.
             return self._replace_for_credentials(proxy, action, gen, found)
+        if answer.error_class == PERMANENT and answer.reason == api.REASON_PORT_FIXED and found:
+            # The instance was created (before a crash) with the port the spec had then.
+            return self._replace_for_port(proxy, action, gen, found, answer.message)
         if not answer.ok:
             if answer.error_class == NOT_FOUND:  # NotFound inside create means "try again"
                 answer = Answer(ok=False, error_class=TRANSIENT, message=answer.message)
@@ -297,6 +303,8 @@ class Reconciler:
             )
         if answer.error_class == PERMANENT and answer.reason == api.REASON_CREDENTIALS_FIXED:
             return self._replace_for_credentials(proxy, action, gen)
+        if answer.error_class == PERMANENT and answer.reason == api.REASON_PORT_FIXED:
+            return self._replace_for_port(proxy, action, gen, action.provider_id, answer.message)
         if answer.error_class in (QUOTA, PERMANENT):
             return self._failed(proxy, answer, "GetFailed", gen)
         # A slow or failed read says nothing about the proxy: Ready stays what it was.
@@ -339,6 +347,22 @@ class Reconciler:
             status=status,
             requeue_after=self.settings.requeue_now,
             events=[("Normal", api.REASON_CREDENTIALS_CHANGED, message)],
+        )
+
+    def _replace_for_port(self, proxy, action, gen: int, provider_id: str, why: str) -> Step:
+        """The instance listens on another port than the spec asks, and a port is fixed at
+        creation: record it, marked for replacement (the next plan deletes, then creates)."""
+        message = "%s listens on another port than spec.port %d: replacing it (%s)" % (
+            provider_id,
+            proxy.spec.port,
+            why,
+        )
+        status = self._with_ready(proxy, False, "Replacing", message, gen)
+        status.update(providerID=provider_id, provider=action.provider, specHash=api.SPEC_HASH_PORT_CHANGED)
+        return Step(
+            status=status,
+            requeue_after=self.settings.requeue_now,
+            events=[("Normal", "Replacing", message)],
         )
 
     def _after_recycle(self, proxy, action, answer) -> Step:

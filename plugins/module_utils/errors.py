@@ -25,6 +25,11 @@ OPS = ("create", "get", "delete", "list", "check", "sync_auth")
 # instead of latching.
 REASON_CREDENTIALS_FIXED = "CredentialsFixedAtCreation"
 
+# A Permanent error's ``reason`` when an existing instance listens on another port than asked
+# (a port is fixed at creation on every provider): the controller replaces the instance (found
+# after a crash, before its status said so) instead of latching.
+REASON_PORT_FIXED = "PortFixedAtCreation"
+
 # A Permanent error's ``reason`` when the id names a host (libvirt) the provider's config no
 # longer has: nothing can reach the instance, so it is neither read nor deleted, never reported
 # gone (a host dropped by a typo would otherwise leak its domains).
@@ -96,6 +101,13 @@ def credentials_fixed(op, provider_name, provider_id, cause) -> ProviderError:
     """Permanent: the instance's credentials were fixed at its creation; replace it to change them."""
     err = wrap(PERMANENT, op, provider_name, provider_id, cause)
     err.reason = REASON_CREDENTIALS_FIXED
+    return err
+
+
+def port_fixed(op, provider_name, provider_id, cause) -> ProviderError:
+    """Permanent: the instance listens on another port, fixed at its creation; replace it."""
+    err = wrap(PERMANENT, op, provider_name, provider_id, cause)
+    err.reason = REASON_PORT_FIXED
     return err
 
 

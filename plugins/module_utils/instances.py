@@ -131,7 +131,7 @@ class Converger:
                 return failure(item, exc, existing.id)
             if refusal:
                 return failure(
-                    item, errors.permanent("create", provider.name, existing.id, refusal), existing.id
+                    item, errors.port_fixed("create", provider.name, existing.id, refusal), existing.id
                 )
             if existing.state in (contract.RUNNING, contract.PROVISIONING):
                 changed = False

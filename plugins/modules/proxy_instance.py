@@ -110,9 +110,10 @@ options:
   port:
     description:
       - Port the proxy listens on. Defaults to C(3128).
-      - A port cannot change in place - on an existing instance whose provider records its port
-        (local), another port fails C(permanent) naming both, with nothing changed; delete the
-        instance and create it again. The other providers do not read a port back.
+      - A port cannot change in place - on an existing instance, another port fails C(permanent)
+        naming both, with RV(instance.reason=PortFixedAtCreation) and nothing changed; delete the
+        instance and create it again. Every provider records the port at creation (instances
+        made before 0.3.0 by C(gcp), C(kubernetes), C(kvm) or C(kvm2) record none and are not checked).
     type: int
   auth:
     description:
@@ -343,6 +344,8 @@ instance:
         - On some failures, why, for a caller that acts on it. C(CredentialsFixedAtCreation) when
           the instance's credentials were fixed at its creation (C(gcp), C(kvm), C(kvm2)) and other ones
           were asked for; only a new instance can have them (the controller then replaces it).
+          C(PortFixedAtCreation) when the instance listens on another port than O(port) asked for;
+          only a new instance can have it (the controller then replaces it).
           C(HostNotConfigured) when the id names a C(kvm)/C(kvm2) host the provider's config no longer
           has; the instance cannot be reached, so it is not read (put the host back).
         - On an O(state=absent) success, C(HostNotConfigured) says the id was released without

@@ -51,6 +51,7 @@ def test_a_changed_port_is_refused_and_changes_nothing(tmp_path, local):
     assert result.get("failed") is True and result["error_class"] == "permanent", result
     assert "port: instance %s listens on port 3128, not 3129" % instance["name"] in result["msg"]
     assert "cannot change in place" in result["msg"]
+    assert result["instance"]["reason"] == "PortFixedAtCreation"  # the controller replaces, never latches
     assert result.get("changed") is not True
     assert _process(tmp_path, instance["name"]) == pid
     with socket.create_connection((instance["ip"], 3128), timeout=5):

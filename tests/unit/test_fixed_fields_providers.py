@@ -78,6 +78,7 @@ def test_proxy_instance_refuses_another_port_on_an_existing_gcp_vm():
     refused = converger.converge(_item(3128))
     assert refused["failed"] and refused["error_class"] == "permanent", refused
     assert "listens on port 3129, not 3128, and a port cannot change in place" in refused["msg"]
+    assert refused["reason"] == "PortFixedAtCreation"  # the controller replaces on it
     assert seam.names() == ["get_instance"]  # one read, nothing inserted, started or deleted
     same = converger.converge(_item(3129))
     assert not same.get("failed") and same["changed"] is False, same
