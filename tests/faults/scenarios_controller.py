@@ -109,9 +109,9 @@ def _finish(env, outcome: Outcome, names: list) -> None:
     env.controller.stop()
     outcome.check(["left behind: instance %s" % n for n in env.instances()])
     outcome.check(["left behind: run process %d" % p for p in run_processes(env)])
-    servers = lambda: run_marks.fork_servers(env.controller.workdir)  # noqa: E731
-    if not playbook_runs.wait_for(lambda: not servers(), 10):
-        outcome.check(["left behind: fork server %d of the stopped controller" % p for p in servers()])
+    if not playbook_runs.wait_for(lambda: not run_marks.fork_servers(env.controller.workdir), 10):
+        servers = run_marks.fork_servers(env.controller.workdir)
+        outcome.check(["left behind: fork server %d of the stopped controller" % p for p in servers])
 
 
 def _ready_proxy(env, name: str, spec: dict) -> None:
