@@ -44,7 +44,11 @@ class PlaybookLauncher:
         (whose ``binary`` makes ansible-runner pass the playbook as an argument of its own)."""
         if not self.enabled:
             return {"playbook": playbook}
-        self._ensure_server()
+        try:
+            self._ensure_server()
+        except OSError as exc:  # a run never depends on the server
+            log.warning("fork server not started (%s): ansible-runner starts ansible-playbook", exc)
+            return {"playbook": playbook}
         return {"binary": self.stand_in, "cmdline": playbook}
 
     def _ensure_server(self) -> None:
@@ -58,7 +62,16 @@ class PlaybookLauncher:
             if os.path.exists(self.socket_path):
                 os.unlink(self.socket_path)
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(self.socket_path)
+            directory = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                # Through the directory's descriptor: a socket's path may not exceed 107 bytes,
+                # and a work directory's can (the stand-in connects the same way).
+                listener.bind("/proc/self/fd/%d/%s" % (directory, os.path.basename(self.socket_path)))
+            except OSError:
+                listener.close()
+                raise
+            finally:
+                os.close(directory)
             os.chmod(self.socket_path, 0o600)
             listener.listen(64)  # connections wait in the backlog while the server starts
             env = dict(os.environ, **{RUN_ENV: environ_mark.PLACEHOLDER})

@@ -129,3 +129,18 @@ def test_off_ansible_runner_starts_ansible_playbook_itself(tmp_path):
         assert all(marked for _pid, marked in result["chain"][:3])
     finally:
         executor.close()
+
+
+def test_a_work_directory_longer_than_a_socket_path_may_be_still_forks(tmp_path):
+    """A Unix socket's path may not exceed 107 bytes; a work directory's may (pytest's own were:
+    every run of a sharded controller failed to start with "AF_UNIX path too long")."""
+    providers = tmp_path / "providers.yaml"
+    providers.write_text("providers: []\n")
+    executor = Executor(str(tmp_path / ("w" * 120)), str(providers), fork_server=True)
+    try:
+        assert len(executor.launcher.socket_path) > 108
+        result = probe(executor)
+        assert executor.launcher.server_pid in [pid for pid, _marked in result["chain"]]
+        assert FALLBACK not in last_stdout(executor)
+    finally:
+        executor.close()
