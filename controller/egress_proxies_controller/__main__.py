@@ -490,9 +490,15 @@ def _main(argv) -> int:
         owns=sharding.owns if sharded else None,
     )
     state["manager"] = manager
-    threading.Thread(target=informer.run, name="informer", daemon=True).start()
+    informer_thread = threading.Thread(target=informer.run, name="informer", daemon=True)
+    informer_thread.start()
     if not informer.synced.wait(args.cache_sync_timeout):
         log.error("informer did not sync within %.0fs", args.cache_sync_timeout)
+        # Stopped before the interpreter exits: a daemon thread still logging its retries while
+        # the interpreter finalizes can hold stderr's lock, and Python then aborts (SIGABRT, -6)
+        # instead of exiting 1 (seen once in CI).
+        informer.stop()
+        informer_thread.join(10)
         return 1
     log.info("cache synced: %d proxies", len(informer.cache_keys()))
     if sharded:
