@@ -26,7 +26,10 @@ def _block() -> tuple:
 
 def placeholder_offset(name: str) -> int:
     """Where the placeholder value of ``name`` starts in the block, or -1 when it is not there."""
-    _start, block = _block()
+    return _find(name, _block()[1])
+
+
+def _find(name: str, block: bytes) -> int:
     needle = ("%s=%s" % (name, PLACEHOLDER)).encode()
     offset = (b"\0" + block).find(b"\0" + needle + b"\0")
     return -1 if offset < 0 else offset + len(name) + 1
@@ -36,8 +39,8 @@ def write(name: str, value: str) -> None:
     """Overwrite ``name``'s placeholder value with ``value`` (same length) in the block."""
     if len(value) != len(PLACEHOLDER):
         raise ValueError("a mark must be %d characters, not %d" % (len(PLACEHOLDER), len(value)))
-    offset = placeholder_offset(name)
+    start, block = _block()  # one read of /proc for both the address and the offset
+    offset = _find(name, block)
     if offset < 0:
         raise LookupError("no %s placeholder in this process's environment block" % name)
-    start, _block_bytes = _block()
     ctypes.memmove(start + offset, value.encode(), len(value))
