@@ -97,18 +97,53 @@ class Proxy:
                 )
             time.sleep(1.0)
 
+    def listed(self) -> list:
+        """The proxy's toxics as Toxiproxy describes them (name, type, attributes)."""
+        return self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT)
+
     def toxics(self) -> list:
-        listed = self.api.call("GET", "/proxies/%s/toxics" % self.name, timeout=REMOVE_TIMEOUT)
-        return [t["name"] for t in listed]
+        return [t["name"] for t in self.listed()]
 
     def heal(self) -> None:
         """Every toxic removed and the proxy enabled: the link is clean again. Open connections
         are dropped first: Toxiproxy removes a toxic only once its streams move, which an idle
-        keep-alive connection (the Kubernetes client's) may never do."""
+        keep-alive connection (the Kubernetes client's) may never do.
+
+        Between the two, the links get time to die (``settle_seconds``). A connection closed
+        while a toxic still holds a chunk for it kills the link's writer when that chunk comes
+        out; the writer then waits for the toxic lock to unregister its link. A removal that
+        takes the lock first interrupts that link's toxic, which is blocked handing its next
+        chunk to the dead writer: Toxiproxy 2.12 deadlocks there for good (seen in CI with a
+        1-byte slicer behind a probe that reads only the status line)."""
+        present = self.listed()
         self.set_enabled(False)
-        for name in self.toxics():
+        if present:
+            time.sleep(settle_seconds(present))
+        for toxic in present:
+            self.remove(toxic["name"])
+        for name in self.toxics():  # one added meanwhile
             self.remove(name)
         self.set_enabled(True)
+
+
+#: what a link needs, past the longest a toxic holds a chunk, to see its closed connection
+SETTLE_MARGIN = 0.5
+#: the bandwidth toxic hands its chunk on in 100 ms slices (toxics/bandwidth.go)
+BANDWIDTH_SLICE_SECONDS = 0.1
+
+
+def settle_seconds(toxics: list) -> float:
+    """The longest any of ``toxics`` (Toxiproxy's descriptions) holds a chunk, plus a margin."""
+    held = [0.0]
+    for toxic in toxics:
+        attributes = toxic.get("attributes") or {}
+        if toxic.get("type") == "latency":
+            held.append((attributes.get("latency", 0) + attributes.get("jitter", 0)) / 1000.0)
+        elif toxic.get("type") == "slicer":
+            held.append(attributes.get("delay", 0) / 1e6)
+        elif toxic.get("type") == "bandwidth":
+            held.append(BANDWIDTH_SLICE_SECONDS)
+    return max(held) + SETTLE_MARGIN
 
 
 def _unless_api_timeout(call) -> tuple:

@@ -1,6 +1,8 @@
 """The fault matrix's Toxiproxy client: a removal past Toxiproxy's 25 s API timeout (503 "Timeout",
 the removal going on in the server) is waited for, not reported as a failure (CI's
-net-latency-jitter-kubernetes failed so), and any other refusal still raises."""
+net-latency-jitter-kubernetes failed so), and any other refusal still raises. A heal lets the
+dropped connections' links die before it removes a toxic (CI's health-link-slicer-controller
+wedged Toxiproxy for good when a removal raced a dying link)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import json
 import threading
 
 import pytest
-from faults.toxiproxy import Proxy, Toxiproxy, ToxiproxyError
+from faults import toxiproxy
+from faults.toxiproxy import Proxy, Toxiproxy, ToxiproxyError, settle_seconds
 
 TIMEOUT_PAGE = b"<html><head><title>Timeout</title></head><body><h1>Timeout</h1></body></html>"
 
@@ -27,7 +30,7 @@ def _server(answers: list):
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_DELETE = _answer  # noqa: N815 - http.server's names
+        do_GET = do_DELETE = do_POST = _answer  # noqa: N815 - http.server's names
 
         def log_message(self, *args):
             pass
@@ -64,3 +67,50 @@ def test_any_other_refusal_of_a_removal_raises(serve):
     with pytest.raises(ToxiproxyError, match="404"):
         proxy.remove("latd")
     assert len(seen) == 1
+
+
+def test_a_heal_waits_for_the_dropped_links_before_removing(serve, monkeypatch):
+    slept = []
+    monkeypatch.setattr(toxiproxy.time, "sleep", slept.append)
+    listed = [{"name": "sl", "type": "slicer", "attributes": {"average_size": 1, "delay": 200000}}]
+    proxy, seen = serve(
+        [(200, json.dumps(listed).encode()), (200, b"{}"), (204, b""), (200, b"[]"), (200, b"{}")]
+    )
+    proxy.heal()
+    assert seen == [
+        ("GET", "/proxies/k8s/toxics"),
+        ("POST", "/proxies/k8s"),
+        ("DELETE", "/proxies/k8s/toxics/sl"),
+        ("GET", "/proxies/k8s/toxics"),
+        ("POST", "/proxies/k8s"),
+    ]
+    assert slept == [pytest.approx(0.2 + toxiproxy.SETTLE_MARGIN)]
+
+
+def test_a_heal_of_a_clean_link_does_not_wait(serve, monkeypatch):
+    slept = []
+    monkeypatch.setattr(toxiproxy.time, "sleep", slept.append)
+    proxy, seen = serve([(200, b"[]"), (200, b"{}"), (200, b"[]"), (200, b"{}")])
+    proxy.heal()
+    assert slept == []
+    assert [method for method, _ in seen] == ["GET", "POST", "GET", "POST"]
+
+
+@pytest.mark.parametrize(
+    ("toxics", "held"),
+    [
+        ([{"type": "latency", "attributes": {"latency": 1500, "jitter": 1000}}], 2.5),
+        ([{"type": "slicer", "attributes": {"delay": 500}}], 0.0005),
+        ([{"type": "bandwidth", "attributes": {"rate": 1}}], 0.1),
+        ([{"type": "timeout", "attributes": {"timeout": 0}}], 0.0),
+        (
+            [
+                {"type": "latency", "attributes": {"latency": 500}},
+                {"type": "latency", "attributes": {"latency": 5000}},
+            ],
+            5.0,
+        ),
+    ],
+)
+def test_the_settle_covers_the_longest_a_toxic_holds_a_chunk(toxics, held):
+    assert settle_seconds(toxics) == pytest.approx(held + toxiproxy.SETTLE_MARGIN)
