@@ -93,7 +93,7 @@ def test_a_heal_of_a_clean_link_does_not_wait(serve, monkeypatch):
     proxy, seen = serve([(200, b"[]"), (200, b"{}"), (200, b"[]"), (200, b"{}")])
     proxy.heal()
     assert slept == []
-    assert [method for method, _ in seen] == ["GET", "POST", "GET", "POST"]
+    assert [call[0] for call in seen] == ["GET", "POST", "GET", "POST"]
 
 
 @pytest.mark.parametrize(
