@@ -8,6 +8,7 @@ import os
 import sys
 
 import pytest
+from file_seconds import SHOWN, FileSeconds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
@@ -43,10 +44,24 @@ def pytest_testnodedown(node, error):
             _WORKER_ANNOUNCED.append(line)
 
 
-def pytest_terminal_summary(terminalreporter):
-    """Repeat which domain type the test hypervisors chose and why (contract.libvirt_fixtures)."""
+_FILE_SECONDS = FileSeconds()
+
+
+def pytest_runtest_logreport(report):
+    """Every phase's duration, by file (in the xdist controller too: the workers' reports)."""
+    _FILE_SECONDS.add(report)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Repeat which domain type the test hypervisors chose and why (contract.libvirt_fixtures),
+    then the slowest test files (tests/file_seconds.py)."""
     for line in _announced() + _WORKER_ANNOUNCED:
         terminalreporter.write_line(line)
+    if getattr(config, "workerinput", None) is None and _FILE_SECONDS.seconds:
+        written = _FILE_SECONDS.write(os.path.join(ROOT, "tests", "output"), list(config.args))
+        terminalreporter.write_sep("=", "slowest %d test files (all of them: %s)" % (SHOWN, written))
+        for line in _FILE_SECONDS.lines():
+            terminalreporter.write_line(line)
 
 
 PROXY_PORT = 3128  # the default port of every proxy the tests start (the local provider's Squids)
