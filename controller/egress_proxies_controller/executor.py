@@ -160,9 +160,10 @@ class Executor:
 
     # -- public ------------------------------------------------------------------------
 
-    def execute(self, actions: dict, cloud_init) -> dict:
-        """``{key: Action}`` -> ``{key: Answer}``; ``cloud_init(key)`` resolves a create's user-data
-        (raising ``LookupError`` with a message when it cannot)."""
+    def execute(self, actions: dict, create_fields: dict) -> dict:
+        """``{key: Action}`` -> ``{key: Answer}``. ``create_fields`` holds each create's module
+        fields, resolved before the run (``run_inputs.resolve``), or the ``LookupError`` that
+        kept them from being resolved: that item alone is answered Transient."""
         answers, instances, instance_keys = {}, [], []
         gets = {}  # provider -> [(key, id)]
         for key, action in actions.items():
@@ -180,16 +181,16 @@ class Executor:
                     # by name; the namespace is where a kubernetes-provider create put it.
                     item["namespace"] = key.split("/", 1)[0]
                 if action.op == CREATE:
-                    try:
-                        item.update(cloud_init(key))
-                    except LookupError as exc:  # a Secret it needs: that item only, retried
+                    fields = create_fields.get(key, {})
+                    if isinstance(fields, LookupError):  # a Secret it needs: that item only, retried
                         answers[key] = Answer(
                             ok=False,
                             error_class=TRANSIENT,
-                            message=str(exc),
-                            reason=getattr(exc, "reason", ""),
+                            message=str(fields),
+                            reason=getattr(fields, "reason", ""),
                         )
                         continue
+                    item.update(fields)
                 instances.append(item)
                 instance_keys.append(key)
             elif action.op == GET:

@@ -24,9 +24,7 @@ import collections
 import logging
 import threading
 
-from kubernetes import watch
-from kubernetes.client.exceptions import ApiException
-
+from .kube import ApiException, watch
 from .spec import trim_inline_cloud_init
 
 log = logging.getLogger("egress_proxies_controller.informer")

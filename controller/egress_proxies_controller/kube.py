@@ -1,5 +1,9 @@
 """The one place the Kubernetes client is imported: clients and API calls the controller makes.
 
+The other files that speak to the API server (the informer's watch, Leases, pools) take the
+client's names from here (``client``, ``watch``, ``ApiException``), so a client upgrade or a
+change of library touches this file's imports only.
+
 Status goes through the status subresource with optimistic concurrency (resourceVersion) and
 is retried on conflict by re-reading the object; the finalizer is changed the same way. Events
 are best effort: a failed Event never fails a reconcile.
@@ -11,10 +15,12 @@ import datetime
 import logging
 
 import yaml
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from . import api, events, version
+
+__all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "load", "watch"]
 
 log = logging.getLogger("egress_proxies_controller.kube")
 

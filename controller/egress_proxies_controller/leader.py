@@ -20,8 +20,7 @@ import os
 import threading
 import time
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
+from .kube import ApiException, client
 
 log = logging.getLogger("egress_proxies_controller.leader")
 

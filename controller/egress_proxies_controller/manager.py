@@ -24,10 +24,9 @@ import os
 import threading
 import time
 
-from . import auth_secret, poll_rounds, tracing
 from . import kube as kube_mod
+from . import poll_rounds, run_inputs, tracing
 from . import reconciler as rec
-from . import spec as spec_mod
 from .reconciler import Proxy, Reconciler
 
 log = logging.getLogger("egress_proxies_controller.manager")
@@ -353,10 +352,9 @@ class Manager:
 
     def _run_group_traced(self, group: dict, reconciler: Reconciler, slots, provider: str) -> None:
         try:
-            answers = self.executor.execute(
-                {k: action for k, (action, _obj) in group.items()},
-                lambda k: self._create_fields(group[k][1]),
-            )
+            # Everything the run needs is read now, from the objects it was planned from.
+            create_fields = run_inputs.resolve(self.kube, group)
+            answers = self.executor.execute({k: action for k, (action, _obj) in group.items()}, create_fields)
             self._maybe_crash({k: a for k, (a, _o) in group.items()}, answers)
             if not self.may_act():  # no longer leading: the next leader reads the objects afresh
                 for key in group:
@@ -533,57 +531,7 @@ class Manager:
                 self.informer.store(obj)
         return obj
 
-    def _create_fields(self, obj: dict) -> dict:
-        """Per-create module fields from the object the create was planned from, cloud-init
-        resolved (never logged). Any failure reading it is ``LookupError``: that item only."""
-        proxy = Proxy.from_object(obj)
-        placement = proxy.spec.placement
-        fields = {
-            "namespace": proxy.namespace,
-            "proxy_name": proxy.name,
-            # The instance belongs to this Proxy: where the backend is the cluster itself (the
-            # kubernetes provider), its Pod gets an OwnerReference, so Kubernetes' garbage
-            # collector removes it with the Proxy. Playbooks never ask: their uid is no Proxy's.
-            "owner_reference": True,
-            "port": proxy.spec.port,
-            "placement": {
-                "region": placement.get("region", ""),
-                "zone": placement.get("zone", ""),
-                "machine_type": placement.get("machineType", ""),
-                "image": placement.get("image", ""),
-            },
-        }
-        if proxy.spec.auth_secret:
-            fields["auth"] = auth_secret.credentials(self.kube, proxy.namespace, proxy.spec.auth_secret)
-        if proxy.spec.cloud_init_digest:
-            fields["cloud_init"] = inline_cloud_init(self.kube, obj, proxy)
-        elif proxy.spec.cloud_init_secret:
-            name, secret_key = proxy.spec.cloud_init_secret
-            try:
-                fields["cloud_init"] = self.kube.secret_value(proxy.namespace, name, secret_key)
-            except LookupError:
-                raise
-            except Exception as exc:  # API timeouts, connection errors: this Proxy retries
-                raise LookupError(
-                    "cloud-init Secret %s/%s: %s" % (proxy.namespace, name, type(exc).__name__)
-                ) from None
-        return fields
-
 
 def _outcome(answer: rec.Answer) -> str:
     """A span's view of an answer: ``ok`` or its error class (never its message)."""
     return "ok" if answer.ok else answer.error_class or rec.TRANSIENT
-
-
-def inline_cloud_init(kube, obj: dict, proxy: Proxy) -> str:
-    """The inline text: from ``obj`` when it carries it (an object the API server just
-    answered), else read from the API server (the informer's cache keeps only its digest)."""
-    if ((obj.get("spec") or {}).get("cloudInit") or {}).get("inline"):
-        return spec_mod.inline_cloud_init(obj, proxy.spec.cloud_init_digest)
-    try:
-        fresh = kube.get_proxy(proxy.namespace, proxy.name)
-    except Exception as exc:  # API timeouts, connection errors: this Proxy retries
-        raise LookupError("reading spec.cloudInit.inline: %s" % type(exc).__name__) from None
-    if fresh is None or (fresh.get("metadata") or {}).get("uid") != proxy.uid:
-        raise LookupError("the Proxy is gone")
-    return spec_mod.inline_cloud_init(fresh, proxy.spec.cloud_init_digest)

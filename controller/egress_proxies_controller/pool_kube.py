@@ -7,10 +7,8 @@ UID precondition, so only the very Proxy the plan saw (one the pool controls) ca
 
 from __future__ import annotations
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from . import api
+from .kube import ApiException, client
 from .pool_model import POOL_FINALIZER, POOL_PLURAL
 
 

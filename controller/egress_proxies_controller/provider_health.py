@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import logging
 
-from kubernetes.client.exceptions import ApiException
-
 from . import api, conditions
 from .executor import RunFailed
+from .kube import ApiException
 from .loops import PeriodicLoop
 
 log = logging.getLogger("egress_proxies_controller.provider_health")

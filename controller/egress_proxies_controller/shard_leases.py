@@ -23,11 +23,10 @@ import re
 import threading
 import time
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from prometheus_client import Counter, Gauge
 
 from . import shards as shards_mod
+from .kube import ApiException, client
 from .leader import new_lease, take
 
 log = logging.getLogger("egress_proxies_controller.shards")

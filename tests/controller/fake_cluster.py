@@ -131,10 +131,11 @@ class FakeExecutor:
         fields = {}
         for key, action in actions.items():
             if action.op == "create":
-                try:
-                    fields[key] = create_fields(key)
-                except LookupError as exc:
-                    answers[key] = Answer(ok=False, error_class="transient", message=str(exc))
+                resolved = create_fields.get(key, {})
+                if isinstance(resolved, LookupError):
+                    answers[key] = Answer(ok=False, error_class="transient", message=str(resolved))
+                else:
+                    fields[key] = resolved
         if self.during is not None:
             self.during()
         for key, action in actions.items():

@@ -63,8 +63,7 @@ def setup(tmp_path):
     hole.close()
 
 
-def fields(_key):
-    return {"namespace": "ns", "proxy_name": "a", "port": 3128, "placement": {}}
+FIELDS = {"ns/a": {"namespace": "ns", "proxy_name": "a", "port": 3128, "placement": {}}}
 
 
 def test_a_timed_out_run_leaves_no_process_and_keeps_finished_answers(setup):
@@ -74,7 +73,7 @@ def test_a_timed_out_run_leaves_no_process_and_keeps_finished_answers(setup):
         "ns/b": Action(GET, "poll", "hole", "ns/proxy-exectestb", "proxy-exectestb", "uid-b", 1, "h"),
     }
     try:
-        answers = executor.execute(actions, fields)
+        answers = executor.execute(actions, FIELDS)
         assert hole.accepted.is_set(), "the get never reached the blackhole"
         runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
         run_id = runs[0]["run"]
@@ -85,7 +84,7 @@ def test_a_timed_out_run_leaves_no_process_and_keeps_finished_answers(setup):
         assert "timeout" in answers["ns/b"].message
     finally:
         delete = Action(DELETE, PHASE_FINAL, "local", "local/proxy-exectesta", "proxy-exectesta", "uid-a")
-        executor.execute({"ns/a": delete}, fields)
+        executor.execute({"ns/a": delete}, FIELDS)
 
 
 BIG_RESULT = """\

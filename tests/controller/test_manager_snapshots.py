@@ -12,6 +12,7 @@ import os
 
 import pytest
 from egress_proxies_controller import api
+from egress_proxies_controller import informer as informer_mod
 from egress_proxies_controller.kube import Kube
 from egress_proxies_controller.manager import Manager
 from egress_proxies_controller.providers_config import ProvidersConfig
@@ -160,6 +161,67 @@ def test_a_secret_that_cannot_be_read_fails_only_its_proxy(providers_file):
     assert kube.get("ns/p2")["status"]["providerID"]
     ready = next(c for c in kube.get(KEY)["status"]["conditions"] if c["type"] == "Ready")
     assert ready["reason"] == "Retrying" and "ci" in ready["message"]
+
+
+class WatchedKube(FakeKube):
+    """Records every API read made while a run is in flight (``running`` set by the executor)."""
+
+    def __init__(self):
+        super().__init__()
+        self.running = False
+        self.reads_in_run = []
+
+    def secret_value(self, namespace, name, key):
+        if self.running:
+            self.reads_in_run.append(("secret", name))
+        return super().secret_value(namespace, name, key)
+
+    def get_proxy(self, namespace, name):
+        if self.running:
+            self.reads_in_run.append(("proxy", name))
+        return super().get_proxy(namespace, name)
+
+
+class InlineTrimmingInformer(FakeInformer):
+    """The cache as the real informer keeps it: inline cloud-init as its digest only."""
+
+    def get(self, key):
+        obj = super().get(key)
+        return None if obj is None else informer_mod.trimmed(obj)
+
+
+class RunMarkingExecutor(FakeExecutor):
+    def __init__(self, kube: WatchedKube):
+        super().__init__(running)
+        self.kube = kube
+        self.fields = []
+
+    def execute(self, actions, create_fields):
+        self.kube.running = True
+        try:
+            self.fields.append(dict(create_fields))
+            return super().execute(actions, create_fields)
+        finally:
+            self.kube.running = False
+
+
+def test_a_run_gets_every_create_field_before_it_starts_and_reads_nothing_while_it_runs(providers_file):
+    """The executor never calls back into the controller mid-run (issue 30): the cloud-init
+    Secret and the inline text (the cache keeps only its digest) are read before the run."""
+    kube = WatchedKube()
+    kube.put(proxy_object(cloudInit={"secretRef": {"name": "ci", "key": "user-data"}}))
+    kube.put(proxy_object(name="p2", uid="uid-2", cloudInit={"inline": "#cloud-config\n"}))
+    kube.put(proxy_object(name="p3", uid="uid-3", cloudInit={"secretRef": {"name": "gone", "key": "k"}}))
+    kube.secrets[("ns", "ci")] = {"user-data": b"#cloud-config\nruncmd: []\n"}
+    executor = RunMarkingExecutor(kube)
+    m = manager(kube, executor, providers_file, InlineTrimmingInformer(kube))
+    tick(m)
+    assert kube.reads_in_run == []
+    (fields,) = executor.fields
+    assert fields[KEY]["cloud_init"] == "#cloud-config\nruncmd: []\n"
+    assert fields["ns/p2"]["cloud_init"] == "#cloud-config\n"
+    assert isinstance(fields["ns/p3"], LookupError)  # that item alone fails, before the run
+    assert kube.get("ns/p2")["status"]["providerID"] and not kube.get("ns/p3")["status"].get("providerID")
 
 
 class SecretsApi:

@@ -12,12 +12,11 @@ tests/controller/test_kustomize.py.
 from __future__ import annotations
 
 import os
-import types
 import uuid
 
 import pytest
 import yaml
-from egress_proxies_controller.manager import Manager
+from egress_proxies_controller import run_inputs
 from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
 
@@ -70,7 +69,7 @@ def test_the_gcp_sample_creates_its_vm_on_the_fake(tmp_path):
         block["gcp"]["apiEndpoint"] = fake.endpoint
         proxy["metadata"]["uid"] = str(uuid.uuid4())
         # What the controller asks of the module for this Proxy (inline cloud-init needs no Secret).
-        fields = Manager._create_fields(types.SimpleNamespace(kube=None), proxy)
+        fields = run_inputs.create_fields(None, proxy)
         item = dict(fields, provider=block["name"], uid=proxy["metadata"]["uid"], wait=True, wait_timeout=30)
         defaults = {"providers": [block], "installation": "samples-%s" % uuid.uuid4().hex[:8]}
         run = run_playbook(tmp_path, [{"name": "create", PI: item}], module_defaults=defaults)

@@ -1,0 +1,247 @@
+"""The controller's command line: one function per flag group, in ``--help``'s order."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from . import version
+
+ENV_PROVIDERS_FILE = "EGRESS_PROXIES_PROVIDERS_FILE"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m egress_proxies_controller",
+        description="Reconciles Proxy resources (crawl.example.com/v1alpha1) through the "
+        "crawl.egress_proxies modules, run by ansible-runner in one batched run per provider per tick.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    announced = "%s %s" % (version.PRODUCT, version.package_version())
+    p.add_argument("--version", action="version", version=announced)
+    _cluster(p.add_argument_group("cluster"))
+    _execution(p.add_argument_group("providers and execution"))
+    _intervals(p.add_argument_group("intervals (blueprint §1)"))
+    _orphan_gc(p.add_argument_group("orphan GC (leader only)"))
+    _provider_health(p.add_argument_group("provider health monitor (leader only)"))
+    _proxy_health(p.add_argument_group("proxy health engine (leader only)"))
+    _pools(p.add_argument_group("proxy pools (leader only)"))
+    _process(p.add_argument_group("process"))
+    return p
+
+
+def _cluster(g) -> None:
+    """Which API server and which Proxies."""
+    g.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when unset)")
+    g.add_argument("--context", help="kubeconfig context")
+    g.add_argument("--namespace", help="watch Proxies in this namespace only (all namespaces when unset)")
+
+
+def _execution(g) -> None:
+    """The providers file and how their calls run (ansible-runner runs, batches, slots)."""
+    g.add_argument(
+        "--providers-file",
+        default=os.environ.get(ENV_PROVIDERS_FILE),
+        help="providers file (YAML), re-read when it changes (env %s)" % ENV_PROVIDERS_FILE,
+    )
+    g.add_argument(
+        "--work-dir",
+        default="/var/lib/egress-proxies/runner",
+        help="ansible-runner private data directory (created 0700)",
+    )
+    g.add_argument(
+        "--collections-path",
+        default=os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
+        help="where the crawl.egress_proxies collection is installed (ansible's default when unset)",
+    )
+    g.add_argument(
+        "--runs-in-flight",
+        type=int,
+        default=3,
+        help="ansible-runner runs at once per provider (and batches planned at once)",
+    )
+    g.add_argument(
+        "--batch-max", type=int, default=500, help="most creates and deletes in one run (real backend work)"
+    )
+    g.add_argument(
+        "--gather-while-busy",
+        type=float,
+        default=5.0,
+        help="seconds a busy provider's new work waits for a run of it to end and hand its slot over "
+        "(then it takes a free slot anyway): one run instead of many small ones; 0 starts at once",
+    )
+    g.add_argument(
+        "--no-poll-rounds",
+        dest="poll_in_rounds",
+        action="store_false",
+        help="poll each Running Proxy --running-poll after its last answer, instead of in one round "
+        "per provider per interval (rounds: one run and one list answer a provider's whole fleet)",
+    )
+    g.add_argument(
+        "--poll-batch-max",
+        type=int,
+        default=10000,
+        help="most polls in one run (one list answers them, so a provider's whole poll round fits)",
+    )
+    g.add_argument("--tick", type=float, default=1.0, help="seconds between looks at the queue")
+    g.add_argument(
+        "--min-batch-interval",
+        type=float,
+        default=0.0,
+        help="seconds between the starts of two batches: due work gathers into fewer, larger runs "
+        "(each run costs an ansible-playbook start-up whatever it carries); the first batch after "
+        "an idle spell starts at once",
+    )
+    g.add_argument(
+        "--run-timeout", type=float, default=300.0, help="seconds before a run is abandoned (Transient)"
+    )
+    g.add_argument("--call-timeout", type=float, default=120.0, help="seconds for one Proxy's provider calls")
+    g.add_argument("--module-concurrency", type=int, default=16, help="items worked on at once inside a run")
+    g.add_argument(
+        "--list-poll-threshold",
+        type=int,
+        default=10,
+        help="poll a provider with one list instead of gets from this many polls per tick",
+    )
+    g.add_argument("--keep-artifacts", type=int, default=5, help="runner artifact directories kept")
+    g.add_argument(
+        "--ansible-fork-server",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start each run's ansible-playbook as a fork of one that imported ansible-core once "
+        "(about half a run's CPU; docs/performance.md); off: ansible-runner starts it itself",
+    )
+
+
+def _intervals(g) -> None:
+    """When a Proxy is looked at again (blueprint §1)."""
+    g.add_argument("--provisioning-poll", type=float, default=10.0, help="poll while Provisioning")
+    g.add_argument("--deletion-poll", type=float, default=10.0, help="poll while deleting")
+    g.add_argument(
+        "--requeue-now", type=float, default=1.0, help="quick requeue after a step that needs another"
+    )
+    g.add_argument("--quota-retry", type=float, default=300.0, help="retry after QuotaExceeded")
+    g.add_argument("--running-poll", type=float, default=60.0, help="poll a Running proxy")
+    g.add_argument(
+        "--backoff-base", type=float, default=1.0, help="first error backoff (doubles per failure)"
+    )
+    g.add_argument("--backoff-max", type=float, default=300.0, help="longest error backoff")
+
+
+def _orphan_gc(g) -> None:
+    """The orphan GC loop."""
+    g.add_argument("--gc-interval", type=float, default=300.0, help="seconds between sweeps (0 disables)")
+    g.add_argument(
+        "--gc-jitter", type=float, default=0.2, help="fraction of the interval added or taken at random"
+    )
+    g.add_argument(
+        "--gc-min-age", type=float, default=600.0, help="seconds before an orphan may be collected"
+    )
+    g.add_argument("--gc-dry-run", action="store_true", help="only log what would be deleted")
+    g.add_argument(
+        "--gc-own-installation",
+        action="store_true",
+        help="with --namespace: the providers file's installation belongs to this namespace alone, "
+        "so GC may sweep it (without this flag a namespace-scoped controller never collects)",
+    )
+
+
+def _provider_health(g) -> None:
+    """The provider health monitor loop."""
+    g.add_argument(
+        "--health-check-interval",
+        type=float,
+        default=60.0,
+        help="seconds between proxy_check rounds, written to ProviderHealth (0 disables)",
+    )
+    g.add_argument("--health-check-timeout", type=float, default=30.0, help="one timeout for a whole round")
+
+
+def _proxy_health(g) -> None:
+    """The proxy health engine loop."""
+    g.add_argument(
+        "--probe-interval", type=float, default=30.0, help="seconds between probe rounds (0 disables)"
+    )
+    g.add_argument("--probe-timeout", type=float, default=2.0, help="seconds for one probe")
+    g.add_argument("--probe-concurrency", type=int, default=100, help="probes at once")
+    g.add_argument(
+        "--probe-url", default="", help="also GET this URL through each proxy (TCP connect only when unset)"
+    )
+
+
+def _pools(g) -> None:
+    """The ProxyPool loop."""
+    g.add_argument(
+        "--pool-interval",
+        type=float,
+        default=1.0,
+        help="seconds between looks at every ProxyPool (0 disables)",
+    )
+    g.add_argument(
+        "--pool-target-retry",
+        type=float,
+        default=300.0,
+        help="seconds a spread target whose member failed Permanent or Quota is skipped before a retry",
+    )
+
+
+def _process(g) -> None:
+    """The process: its servers, leader election, shards, shutdown and logs."""
+    g.add_argument("--metrics-addr", default=":8443", help="serve /metrics here ('0' to disable)")
+    g.add_argument(
+        "--metrics-cert-dir",
+        default="",
+        help="the metrics port's serving certificate: tls.crt and tls.key in this directory (a "
+        "kubernetes.io/tls Secret mounted), read at start; self-signed when unset or it has neither",
+    )
+    g.add_argument(
+        "--metrics-insecure",
+        action="store_true",
+        help="serve /metrics as plain HTTP to anyone who reaches the port; without it, HTTPS where "
+        "each request's bearer token is checked with a TokenReview and a SubjectAccessReview "
+        "(get on the non-resource URL /metrics, as the ClusterRole egress-proxies-metrics-reader grants)",
+    )
+    g.add_argument("--health-addr", default=":8081", help="serve /healthz and /readyz here")
+    g.add_argument("--leader-elect", action="store_true", help="hold a Lease before reconciling")
+    g.add_argument(
+        "--leader-election-namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        help="namespace of the Lease (env POD_NAMESPACE)",
+    )
+    g.add_argument("--leader-election-id", default="egress-proxies-controller", help="name of the Lease")
+    g.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        help="split the Proxies into this many shards by a hash of their UID, each held on a Lease "
+        "<id>-shard-<i> by one replica (needs --leader-elect; 1: one leader Lease reconciles all)",
+    )
+    g.add_argument(
+        "--lease-duration", type=float, default=15.0, help="seconds a standby waits on an unrenewed Lease"
+    )
+    g.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=10.0,
+        help="seconds without a renewal before the leader stops (runs killed); below --lease-duration",
+    )
+    g.add_argument("--retry-period", type=float, default=2.0, help="seconds between Lease attempts")
+    g.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=60.0,
+        help="on SIGTERM, seconds runs in flight may finish before they are cancelled (keep it "
+        "below the Pod's terminationGracePeriodSeconds)",
+    )
+    g.add_argument(
+        "--liveness-timeout",
+        type=float,
+        default=300.0,
+        help="/healthz fails when the reconcile loop has not gone round for this long",
+    )
+    g.add_argument("--run-log", default="", help="append each run's start and end (JSON lines) here")
+    g.add_argument(
+        "--cache-sync-timeout", type=float, default=120.0, help="seconds to wait for the first list"
+    )
+    g.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    g.add_argument("--log-format", default="json", choices=["json", "text"])
