@@ -353,10 +353,19 @@ def _closed(root: str, known: set[str], names: Iterable[str], rule: int, stdlib_
                 if target.removeprefix("module_utils.") not in allowed:
                     why = "imports %s, which its allow-list does not hold" % target
                     problems.append(Violation(path, imp.line, imp.statement, rule, why))
-            elif stdlib_only and not (imp.module == "__future__" or _is_stdlib(imp.module)):
-                why = "the controller's files import only the standard library and each other"
+            elif stdlib_only and not _dependency_free(imp):
+                why = "the controller's files import only the standard library, each other and"
+                why += " guarded optional libraries"
                 problems.append(Violation(path, imp.line, imp.statement, rule, why))
     return problems
+
+
+def _dependency_free(imp: Import) -> bool:
+    """Importable wherever Python is: the standard library, or a library behind its guard."""
+    top = imp.module.split(".")[0]
+    if top == "__future__" or _is_stdlib(imp.module):
+        return True
+    return imp.guarded and top not in c.NOT_THIRD_PARTY
 
 
 def check_tree(root: str = ROOT) -> list[Violation]:

@@ -87,7 +87,7 @@ LAYER_PURPOSE: dict[str, str] = {
     "runners": "the desired-state logic behind each module; raise, never fail",
     "registry": "the one place a provider type is registered",
     "core": "the provider contract, errors, deadlines, names, configuration, telemetry",
-    "helpers": "pure helpers any layer below the glue may use, providers included",
+    "helpers": "small self-contained helpers any layer below the glue may use, providers included",
 }
 
 # Rule 2: each module and its runner (a new module fails the test until it is named here).
