@@ -336,10 +336,12 @@ def check_contracts(root: str = ROOT) -> list[Violation]:
     return problems
 
 
-def _closed(root: str, known: set[str], names: Iterable[str], rule: int, stdlib_only: bool) -> list:
+def _closed(
+    root: str, known: set[str], names: Iterable[str], rule: int, stdlib_only: bool
+) -> list[Violation]:
     """An allow-list is only as narrow as what its files import in turn."""
     allowed = set(names)
-    problems = []
+    problems: list[Violation] = []
     for name in sorted(allowed):
         path = "plugins/module_utils/%s.py" % name.replace(".", "/")
         try:
