@@ -115,10 +115,9 @@ def module_span(module_name: str):
 
 
 def set_error(span, description: str) -> None:
-    """Mark ``span`` failed with ``description`` (an error class: never a message)."""
-    from opentelemetry.trace import Status, StatusCode
-
-    span.set_status(Status(StatusCode.ERROR, description))
+    """Mark ``span`` failed with ``description`` (an error class: never a message); a span
+    exists only when the guarded API import above succeeded."""
+    span.set_status(otel_trace.Status(otel_trace.StatusCode.ERROR, description))
 
 
 def parent():

@@ -31,6 +31,7 @@ try:
     from google.api_core.client_options import ClientOptions
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import compute_v1
+    from google.oauth2 import service_account  # compute_v1 imports it too: no extra cost
 
     SDK_IMPORT_ERROR = None
 
@@ -70,8 +71,6 @@ class ComputeAPI:
         if self._credentials is not None:
             return self._credentials
         if self.credentials_file:
-            from google.oauth2 import service_account
-
             require_readable(self.credentials_file, "credentialsFile")  # missing: Transient
             try:
                 self._credentials = service_account.Credentials.from_service_account_file(
