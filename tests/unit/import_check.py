@@ -214,6 +214,8 @@ class FileCheck:
         if imp.relative:
             return
         top = imp.module.split(".")[0]
+        if top == "kubernetes" and os.path.basename(self.path) != c.CONTROLLER_KUBERNETES_HOME:
+            self.fail(imp.line, imp.statement, 12, "take it from kube.py (%s)" % c.CONTROLLER_KUBERNETES_HOME)
         if imp.module.startswith("ansible_collections.crawl.egress_proxies") or top == "plugins":
             target = _ours(imp, self.known) or imp.module
             name = target.removeprefix("module_utils.")

@@ -22,6 +22,7 @@ RULES: dict[int, str] = {
     9: "only ProxyModule calls fail_json/exit_json",
     10: "controller-side plugins reach providers only through provider_session",
     11: "the controller imports from plugins/ only the files in CONTROLLER_MAY_IMPORT",
+    12: "the controller imports the kubernetes client only in kube.py",
 }
 
 # Why a rule has no static check (the page says so too).
@@ -146,3 +147,7 @@ PROVIDER_SESSION: str = "plugin_utils.provider_session"
 # Rule 11: the module_utils files the controller may import: pure, importing only the standard
 # library and each other. Empty while the controller imports nothing from plugins/.
 CONTROLLER_MAY_IMPORT: tuple[str, ...] = ()
+
+# Rule 12: the controller's one file that imports the kubernetes client (the others take
+# ``client``, ``watch`` and ``ApiException`` from it).
+CONTROLLER_KUBERNETES_HOME: str = "kube.py"

@@ -91,6 +91,7 @@ BREAKS = [
     ("11-not-listed", 11, CTRL, MU + " import names\n"),
     ("11-plugin-utils", 11, CTRL, in_function(PU + " import proxy_hosts\n")),
     ("11-short-path", 11, CTRL, "from plugins.module_utils import names\n"),
+    ("12-kubernetes-outside-kube", 12, CTRL, "from kubernetes.client.exceptions import ApiException\n"),
 ]
 
 # Sources the rules allow, so a check that refuses everything would be caught too.
@@ -107,7 +108,8 @@ ALLOWS = [
     ),
     ("3-args-common", "instances", MU + ".args_common import STATE_PRESENT\n"),
     ("10-session", "plugin_utils/provider_session", MU + " import inventory, registry\n"),
-    ("11-relative-and-libraries", CTRL, "from . import api\nimport kubernetes\n"),
+    ("11-relative-and-libraries", CTRL, "from . import api\nimport yaml\n"),
+    ("12-kube", "controller/egress_proxies_controller/kube.py", "from kubernetes import client, watch\n"),
 ]
 
 
