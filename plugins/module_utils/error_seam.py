@@ -40,7 +40,7 @@ class _Operation:
         self._parse = parse
         self._hints = hints
 
-    def __enter__(self):
+    def __enter__(self) -> object:
         if not self._parse:
             return None
         try:
@@ -48,7 +48,7 @@ class _Operation:
         except ValueError as exc:
             raise errors.permanent(self._op, self._seam.name, self._provider_id, exc) from exc
 
-    def __exit__(self, exc_type, exc, traceback) -> bool:
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, traceback: object) -> bool:
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, errors.ProviderError):
             return False  # never swallowed: the exception goes on as it was
         raise self._seam._fail(self._op, self._provider_id, exc, **self._hints) from exc
@@ -59,7 +59,7 @@ class ErrorSeam:
 
     name: str  # the configured provider name (``contract.Provider`` sets it)
 
-    def _parse_id(self, provider_id: str):
+    def _parse_id(self, provider_id: str) -> object:
         """The id's parts, given to the ``with`` statement's target; ``ValueError`` when malformed."""
         raise NotImplementedError
 

@@ -102,6 +102,7 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
     # -- helpers -------------------------------------------------------------------------
 
     def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
+        """ErrorSeam's hook."""
         return errors.wrap(classify(exc), op, self.name, provider_id, exc)
 
     def _squid_user(self):
