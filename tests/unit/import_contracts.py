@@ -54,6 +54,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "core": (
         "contract",
         "errors",
+        "error_seam",
         "deadline",
         "names",
         "config",
@@ -87,7 +88,7 @@ LAYER_PURPOSE: dict[str, str] = {
     " that uses `ansible.module_utils`",
     "runners": "the desired-state logic behind each module; raise, never fail",
     "registry": "the one place a provider type is registered",
-    "core": "the provider contract, errors, deadlines, names, configuration, telemetry",
+    "core": "the provider contract, errors and their seam, deadlines, names, configuration, telemetry",
     "helpers": "small self-contained helpers any layer below the glue may use, providers included",
 }
 
@@ -109,6 +110,7 @@ RUNNER_MAY_IMPORT_GLUE: tuple[str, ...] = ("args_common",)
 PROVIDER_MAY_IMPORT_CORE: tuple[str, ...] = (
     "contract",
     "errors",
+    "error_seam",
     "deadline",
     "names",
     "config_base",

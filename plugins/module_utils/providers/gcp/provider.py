@@ -33,6 +33,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     ownership,
     timestamps,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     insert,
     labels,
@@ -81,9 +82,10 @@ class _Invalid(Exception):
     """A request the provider can never satisfy (Permanent, before any call)."""
 
 
-class GcpProvider(contract.Provider, contract.Checker):
+class GcpProvider(contract.Provider, contract.Checker, ErrorSeam):
     type_name = "gcp"
     supports_auth = True  # the collection's cloud-init part beside the request's (cloud_init_auth)
+    _parse_id = staticmethod(parse_id)  # ErrorSeam's hook
 
     def __init__(self, name: str, installation: str, block, api=None):
         super().__init__(name, installation)
@@ -133,7 +135,8 @@ class GcpProvider(contract.Provider, contract.Checker):
         return "/".join(("projects", self.config.project, *path))
 
     def _fail(self, op: str, provider_id: str, exc: BaseException, error_class: str | None = None):
-        cls = error_class or classify(exc)
+        """ErrorSeam's hook, also called for an error this provider builds (a failed insert)."""
+        cls = error_class or self._class_of(op, exc)
         # The raw status and reasons: classify collapses them, an admin needs them.
         log.warning(
             "provider=%s op=%s id=%s class=%s %s: %s",
@@ -145,6 +148,16 @@ class GcpProvider(contract.Provider, contract.Checker):
             exc,
         )
         return errors.wrap(cls, op, self.name, provider_id, exc)
+
+    @staticmethod
+    def _class_of(op: str, exc: BaseException) -> str:
+        # The API's own 404 in create means a referenced zone, network or project is missing:
+        # never NotFound from create (blueprint §3), and editing the spec or config fixes it. A
+        # 404 that is not the API's answer (a wrong endpoint) stays Transient, as classify says.
+        # classify never answers NotFound: only get, with proves_missing's proof, raises it.
+        if op == "create" and api_not_found(exc):
+            return errors.PERMANENT
+        return classify(exc)
 
     @staticmethod
     def _target_filter(zone: str, name: str) -> str:
@@ -220,7 +233,7 @@ class GcpProvider(contract.Provider, contract.Checker):
             self._validate(req)
         except _Invalid as exc:
             raise errors.permanent("create", self.name, provider_id, str(exc)) from None
-        try:
+        with self.operation("create", provider_id, parse=False):
             if self.config.manage_firewall:
                 self._ensure_firewall(int(req.port), deadline)
             body = insert.build_instance(req, self.settings)
@@ -239,14 +252,6 @@ class GcpProvider(contract.Provider, contract.Checker):
                 len(req.cloud_init.encode("utf-8")),
             )
             return provider_id
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            # The API's own 404 here means a referenced zone, network or project is missing: never
-            # NotFound from create (blueprint §3), and editing the spec or config fixes it. A
-            # 404 that is not the API's answer (a wrong endpoint) stays Transient.
-            cls = errors.PERMANENT if api_not_found(exc) else classify(exc)
-            raise self._fail("create", provider_id, exc, cls)
 
     def _adopt(self, req, provider_id: str, deadline) -> str:
         """409: the name is taken. Ours (same uid) is success; anyone else's is Permanent."""
@@ -324,11 +329,7 @@ class GcpProvider(contract.Provider, contract.Checker):
         )
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
-        try:
-            zone, name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("get", self.name, provider_id, exc) from None
-        try:
+        with self.operation("get", provider_id) as (zone, name):
             try:
                 item = self._get_instance(deadline, "get", zone, name)
             except Exception as exc:
@@ -345,10 +346,6 @@ class GcpProvider(contract.Provider, contract.Checker):
                 raise errors.not_found("get", self.name, provider_id, other)
             self._seen.keep(provider_id, labels.fixed_fields(item))
             return to_instance(item, zone, self.config.address_mode)
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("get", provider_id, exc)
 
     def fixed_fields(self, provider_id: str, deadline) -> dict:
         """The port recorded at create, from the VM the last ``get`` read (else read again)."""
@@ -359,10 +356,8 @@ class GcpProvider(contract.Provider, contract.Checker):
             zone, name = parse_id(provider_id)
         except ValueError:
             return {}
-        try:
+        with self.operation("fixed_fields", provider_id, parse=False):
             return labels.fixed_fields(self._get_instance(deadline, "fixed_fields", zone, name))
-        except Exception as exc:
-            raise self._fail("fixed_fields", provider_id, exc)
 
     def _other_provider(self, item: dict, name: str) -> str:
         """Why ``item`` is another provider's of this project (issue 28 §2), or ``""``."""
@@ -373,14 +368,8 @@ class GcpProvider(contract.Provider, contract.Checker):
         """A VM's credentials are fixed at creation (its user-data holds their hash): the same
         credentials are ``False``; others, or a VM made without auth, are Permanent saying it
         must be replaced (check mode too: applying would fail the same way)."""
-        try:
-            zone, name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("sync_auth", self.name, provider_id, exc) from None
-        try:
+        with self.operation("sync_auth", provider_id) as (zone, name):
             item = self._get_instance(deadline, "sync_auth", zone, name)
-        except Exception as exc:
-            raise self._fail("sync_auth", provider_id, exc)
         line = cloud_init_auth.passwd_of(insert.user_data_of(item))
         if auth is not None and line and auth.matches(line):
             return False
@@ -424,12 +413,8 @@ class GcpProvider(contract.Provider, contract.Checker):
             raise self._fail("get", provider_id, OperationFailed(latest))
 
     def delete(self, provider_id: str, deadline) -> None:
-        try:
-            zone, name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("delete", self.name, provider_id, exc) from None
-        self._seen.forget(provider_id)
-        try:
+        with self.operation("delete", provider_id) as (zone, name):
+            self._seen.forget(provider_id)
             ops = self._operations(zone, name, deadline)
             running = [o for o in ops if o.get("operationType") == "delete" and o.get("status") != "DONE"]
             if running:
@@ -458,11 +443,6 @@ class GcpProvider(contract.Provider, contract.Checker):
             log.info(
                 "provider=%s op=delete id=%s submitted operation=%s", self.name, provider_id, op.get("name")
             )
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            cls = classify(exc)
-            raise self._fail("delete", provider_id, exc, errors.TRANSIENT if cls == errors.NOT_FOUND else cls)
 
     def _refuse_foreign(self, item: dict, provider_id: str) -> None:
         marks = item.get("labels") or {}
@@ -491,7 +471,7 @@ class GcpProvider(contract.Provider, contract.Checker):
     def list_by_tag(self, deadline) -> list:
         out = []
         token = ""
-        try:
+        with self.operation("list", parse=False):
             while True:
                 page = self._call(
                     deadline,
@@ -505,10 +485,6 @@ class GcpProvider(contract.Provider, contract.Checker):
                 token = page.get("nextPageToken") or ""
                 if not token:
                     return out
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("list", "", exc)
 
     def _page_instances(self, page: dict) -> list:
         found = []

@@ -27,6 +27,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     ownership,
     timestamps,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
     answers,
     remove,
@@ -66,9 +67,10 @@ def _proves_missing(exc: BaseException, kind: str, name: str) -> bool:
     return isinstance(exc, sdk.ApiException) and proves_missing(exc, kind, name)
 
 
-class KubernetesProvider(contract.Provider, contract.Checker):
+class KubernetesProvider(contract.Provider, contract.Checker, ErrorSeam):
     type_name = "kubernetes"
     supports_auth = True
+    _parse_id = staticmethod(parse_id)  # ErrorSeam's hook
 
     def __init__(self, name: str, installation: str, block):
         super().__init__(name, installation)
@@ -101,11 +103,15 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         deadline.check(op)
         return deadline.budget(self.config.request_timeout_seconds)
 
-    def _fail(
-        self, op: str, provider_id: str, exc: BaseException, proven: bool = False
-    ) -> errors.ProviderError:
-        """``proven``: the caller checked that a NotFound is about the object it asked for;
-        any other NotFound is never NotFound (a list, a create into a missing namespace)."""
+    def _fail(self, op: str, provider_id: str, exc: BaseException, proof: str = "") -> errors.ProviderError:
+        """ErrorSeam's hook. ``proof``: the kind (``pods``) whose NotFound, about the object
+        ``provider_id`` names, proves it missing; any other NotFound is never NotFound (a list,
+        a create into a missing namespace, a read of something else)."""
+        if isinstance(exc, remove.Foreign):  # delete_ours' refusal: not ours to delete
+            return errors.permanent(op, self.name, provider_id, str(exc))
+        if isinstance(exc, remove.Changed):  # delete_ours' precondition lost a race: try again
+            return errors.transient(op, self.name, provider_id, str(exc))
+        proven = bool(proof) and _proves_missing(exc, proof, parse_id(provider_id)[1])
         cls = classify(exc)
         if cls == errors.NOT_FOUND and not proven:
             cls = (
@@ -233,7 +239,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
         log.info("provider=%s op=create request=%s", self.name, req.describe())
         self._seen.forget(provider_id)
-        try:
+        with self.operation("create", provider_id, parse=False):
             core = self._core(deadline)
             body = podlib.build_pod(req, namespace, self.installation, self.config, self.name)
             try:
@@ -286,10 +292,6 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                     lambda: self._timeout(deadline, "create"),
                     lambda message: errors.permanent("create", self.name, provider_id, message),
                 )
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("create", provider_id, exc) from exc
         return provider_id
 
     def _recreate(self, core, req, namespace: str, body: dict, pod, deadline):
@@ -314,11 +316,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
     def _read_pod(self, op: str, provider_id: str, deadline) -> dict:
         """The Pod ``provider_id`` names, as the API server answers it (JSON); NotFound only on
         the API server's proof that this Pod is missing."""
-        try:
-            namespace, name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent(op, self.name, provider_id, exc) from exc
-        try:
+        with self.operation(op, provider_id, proof="pods") as (namespace, name):
             pod = answers.read(
                 self._core(deadline).read_namespaced_pod,
                 name,
@@ -327,17 +325,13 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 _request_timeout=self._timeout(deadline, op),
             )
             answers.about(answers.section(pod, "metadata"), "Pod", namespace, name)
-        except Exception as exc:
-            raise self._fail(op, provider_id, exc, proven=_proves_missing(exc, "pods", name)) from exc
         return pod
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
         pod = self._read_pod("get", provider_id, deadline)
-        try:
+        with self.operation("get", provider_id, parse=False):  # an answer of another shape: no instance
             other = self._other_provider(answers.section(pod, "metadata").get("labels"), provider_id)
             found = self._instance(pod)
-        except Exception as exc:  # an answer of another shape: never an instance
-            raise self._fail("get", provider_id, exc) from exc
         if other:  # not this provider's: it has no Pod of that name (as local answers)
             raise errors.not_found("get", self.name, provider_id, other)
         self._seen.keep(provider_id, podlib.fixed_fields(pod))
@@ -350,20 +344,12 @@ class KubernetesProvider(contract.Provider, contract.Checker):
         )
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
-        try:
-            namespace, name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("sync_auth", self.name, provider_id, exc) from exc
-        try:
+        with self.operation("sync_auth", provider_id) as (namespace, name):
             core = self._core(deadline)
-            try:
+            with self.operation("sync_auth", provider_id, parse=False, proof="pods"):
                 pod = core.read_namespaced_pod(
                     name, namespace, _request_timeout=self._timeout(deadline, "sync_auth")
                 )
-            except sdk.ApiException as exc:
-                raise self._fail(
-                    "sync_auth", provider_id, exc, proven=_proves_missing(exc, "pods", name)
-                ) from exc
             answers.about(pod.metadata, "Pod", namespace, name)
             labels = pod.metadata.labels or {}
             if not names.is_managed(labels) or labels.get(names.LABEL_INSTALL) != self.installation:
@@ -396,30 +382,16 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             )
             log.info("provider=%s op=sync_auth id=%s password Secret updated", self.name, provider_id)
             return True
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("sync_auth", provider_id, exc) from exc
 
     def delete(self, provider_id: str, deadline) -> None:
-        try:
-            namespace, name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("delete", self.name, provider_id, exc) from exc
-        self._seen.forget(provider_id)
-        try:
+        with self.operation("delete", provider_id) as (namespace, name):
+            self._seen.forget(provider_id)
             core = self._core(deadline)
             remove.delete_ours(
                 core, namespace, name, self.installation, lambda: self._timeout(deadline, "delete"), self.name
             )
             authlib.delete_ours(core, name, namespace, lambda: self._timeout(deadline, "delete"))
             log.info("provider=%s op=delete id=%s deletion submitted", self.name, provider_id)
-        except remove.Foreign as exc:
-            raise errors.permanent("delete", self.name, provider_id, str(exc)) from exc
-        except remove.Changed as exc:
-            raise errors.transient("delete", self.name, provider_id, str(exc)) from exc
-        except Exception as exc:
-            raise self._fail("delete", provider_id, exc) from exc
 
     def list_by_tag(self, deadline) -> list:
         selector = "%s=%s,%s=%s" % (
@@ -429,7 +401,7 @@ class KubernetesProvider(contract.Provider, contract.Checker):
             self.installation,
         )
         out = []
-        try:
+        with self.operation("list", parse=False):
             core = self._core(deadline)
             token = None
             while True:
@@ -455,8 +427,6 @@ class KubernetesProvider(contract.Provider, contract.Checker):
                 token = answers.section(page, "metadata").get("continue")
                 if not token:
                     break
-        except Exception as exc:
-            raise self._fail("list", "", exc) from exc
         return out
 
     def check(self, deadline) -> list:

@@ -24,6 +24,7 @@ import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names, ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     bases,
@@ -55,8 +56,9 @@ def _fixed_fields(marks) -> dict:
     return {"port": marks.port} if marks is not None and marks.port else {}
 
 
-class LibvirtProvider(contract.Provider, contract.Checker):
+class LibvirtProvider(contract.Provider, contract.Checker, ErrorSeam):
     supports_auth = True  # the collection's cloud-init part in the seed's user-data (cloud_init_auth)
+    _parse_id = staticmethod(ids.parse_id)  # ErrorSeam's hook: (host name, domain name)
 
     def __init__(self, type_name: str, name: str, installation: str, block, dialer=None, budgets=None):
         super().__init__(name, installation)
@@ -87,11 +89,15 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         """SSH dials made for operations (the pool) in this process; the check's are separate."""
         return self.hosts.dials
 
-    def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
-        if isinstance(exc, errors.ProviderError):
-            return exc
+    def _fail(
+        self, op: str, provider_id: str, exc: BaseException, guest_type: str = ""
+    ) -> errors.ProviderError:
+        """ErrorSeam's hook. ``guest_type``: the host's domain type, whose fix a guest that could
+        not start is told (domain_type.with_hint)."""
         if isinstance(exc, create.CredentialsFixed):
             return errors.credentials_fixed(op, self.name, provider_id, exc)
+        if guest_type:
+            exc = domain_type.with_hint(exc, guest_type)
         return errors.wrap(classify(op, exc), op, self.name, provider_id, exc)
 
     def _refuse_kvm_that_cannot_run(self, conn, host, provider_id: str) -> None:
@@ -136,17 +142,9 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             self._holders.pop(key, None)
             lock.release()
 
-    def _split(self, op: str, provider_id: str) -> tuple:
-        """``(host name, domain name)`` of an id; Permanent when it is not one of ours."""
-        try:
-            return ids.parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent(op, self.name, provider_id, exc) from exc
-
-    def _parse(self, op: str, provider_id: str):
-        """``(name, host)`` of an id whose host is configured; HostNotConfigured (Permanent)
-        otherwise, naming the host and the configured ones: nothing can reach its domain."""
-        host_name, name = self._split(op, provider_id)
+    def _host(self, op: str, provider_id: str, host_name: str):
+        """The configured host of an id; HostNotConfigured (Permanent) otherwise, naming the host
+        and the configured ones: nothing can reach its domain."""
         host = self.config.host(host_name)
         if host is None:
             log.warning(
@@ -160,7 +158,7 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 "put the host back in the config to read it, or to collect it with proxy_gc"
                 % (host_name, ", ".join(h.name for h in self.config.hosts)),
             )
-        return name, host
+        return host
 
     # -- contract ------------------------------------------------------------------------
 
@@ -189,14 +187,15 @@ class LibvirtProvider(contract.Provider, contract.Checker):
             raise errors.permanent("create", self.name, req.name, "name %r is not a DNS label" % req.name)
         if not req.uid:
             raise errors.permanent("create", self.name, req.name, "uid is required (it is the GC mark)")
-        try:
+        with self.operation("create", req.name, parse=False):  # no host yet: the error names the name
             plan = create.plan(self.config, req)
-        except Exception as exc:
-            raise self._fail("create", req.name, exc) from exc
         provider_id = ids.format_id(plan.host.name, req.name)
         log.debug("provider=%s op=create host=%s request=%s", self.name, plan.host.name, req.describe())
         try:
-            with self.locked(provider_id, deadline, "create of %s" % provider_id):
+            with (
+                self.operation("create", provider_id, parse=False, guest_type=plan.host.domain_type),
+                self.locked(provider_id, deadline, "create of %s" % provider_id),
+            ):
                 conn = self.hosts.get(plan.host, deadline)
                 try:
                     conn.domain_state(req.name)
@@ -213,17 +212,16 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                     self._refuse_kvm_that_cannot_run(conn, plan.host, provider_id)
                     create.build(self, conn, plan, req, deadline)
                     outcome = "created"
-        except Exception as exc:
-            err = self._fail("create", provider_id, domain_type.with_hint(exc, plan.host.domain_type))
+        except errors.ProviderError as err:
             log.info(
                 "provider=%s op=create host=%s name=%s failed class=%s: %s",
                 self.name,
                 plan.host.name,
                 req.name,
                 err.error_class,
-                exc,
+                err.__cause__ or err,  # what the body raised (the seam chains it)
             )
-            raise err from exc
+            raise
         log.info(
             "provider=%s op=create host=%s name=%s domain ensured running (%s)",
             self.name,
@@ -234,16 +232,14 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         return provider_id
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
-        name, host = self._parse("get", provider_id)
-        try:
+        with self.operation("get", provider_id) as (host_name, name):
+            host = self._host("get", provider_id, host_name)
             conn = self.hosts.get(host, deadline)
             marks = inspect.read_marks(conn, name, self.type_name)
             other = ownership.other_provider("domain %s" % name, marks.provider if marks else "", self.name)
             if other:  # not this provider's: it has no domain of that name (as local answers)
                 raise errors.not_found("get", self.name, provider_id, other)
             found = inspect.instance(conn, host.name, name, marks, deadline)
-        except Exception as exc:
-            raise self._fail("get", provider_id, exc) from exc
         self._seen.keep(provider_id, _fixed_fields(marks))
         log.info("provider=%s op=get host=%s name=%s state=%s", self.name, host.name, name, found.state)
         log.debug("provider=%s op=get host=%s name=%s ip=%s", self.name, host.name, name, found.ip)
@@ -254,29 +250,26 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         return self._seen.take(provider_id, lambda: self._read_fixed_fields(provider_id, deadline))
 
     def _read_fixed_fields(self, provider_id: str, deadline) -> dict:
-        name, host = self._parse("fixed_fields", provider_id)
-        try:
+        with self.operation("fixed_fields", provider_id) as (host_name, name):
+            host = self._host("fixed_fields", provider_id, host_name)
             return _fixed_fields(inspect.read_marks(self.hosts.get(host, deadline), name, self.type_name))
-        except Exception as exc:
-            raise self._fail("fixed_fields", provider_id, exc) from exc
 
     def delete(self, provider_id: str, deadline) -> None:
         """Done for an id whose host left the config (the blueprint's SHOULD): nothing configured
         can reach it, and deletion of its Proxy must be able to finish (issue 14). Its domain is
         not touched: with the host back, proxy_gc collects it, since its owner is gone."""
-        host_name, name = self._split("delete", provider_id)
-        host = self.config.host(host_name)
-        if host is None:
-            log.warning(
-                "provider=%s op=delete %s: host %r is not in the config; its domain was not reached "
-                "(proxy_gc collects it if the host comes back)",
-                self.name,
-                provider_id,
-                host_name,
-            )
-            return
-        self._seen.forget(provider_id)
-        try:
+        with self.operation("delete", provider_id) as (host_name, name):
+            host = self.config.host(host_name)
+            if host is None:
+                log.warning(
+                    "provider=%s op=delete %s: host %r is not in the config; its domain was not reached "
+                    "(proxy_gc collects it if the host comes back)",
+                    self.name,
+                    provider_id,
+                    host_name,
+                )
+                return
+            self._seen.forget(provider_id)
             with self.locked(provider_id, deadline, "delete of %s" % provider_id):
                 conn = self.hosts.get(host, deadline)
                 had_domain = remove.remove_domain(
@@ -285,8 +278,6 @@ class LibvirtProvider(contract.Provider, contract.Checker):
                 backing = bases.backing_of(conn, host.pool, ids.overlay_volume(name, self.type_name))
                 volumes = remove.remove_volumes(conn, host.pool, name, self.type_name)
                 remove.verify_gone(conn, host.pool, name, self.type_name)
-        except Exception as exc:
-            raise self._fail("delete", provider_id, exc) from exc
         if backing:
             self._collect_base(conn, host, backing, deadline)
         log.info(
@@ -323,12 +314,10 @@ class LibvirtProvider(contract.Provider, contract.Checker):
         its marks the same line): the same credentials are ``False``; others, or a domain made
         without auth, are Permanent saying it must be replaced (check mode too: applying would
         fail the same way)."""
-        name, host = self._parse("sync_auth", provider_id)
-        try:
+        with self.operation("sync_auth", provider_id) as (host_name, name):
+            host = self._host("sync_auth", provider_id, host_name)
             conn = self.hosts.get(host, deadline)
             marks = inspect.read_marks(conn, name, self.type_name)
-        except Exception as exc:
-            raise self._fail("sync_auth", provider_id, exc) from exc
         if marks is None or not marks.managed:
             raise errors.permanent(
                 "sync_auth",
@@ -344,14 +333,12 @@ class LibvirtProvider(contract.Provider, contract.Checker):
 
     def list_by_tag(self, deadline) -> list:
         out = []
-        try:
+        with self.operation("list", parse=False):
             for host in self.config.hosts:
                 conn = self.hosts.get(host, deadline)
                 out.extend(
                     listing.host_instances(conn, host, self.type_name, self.installation, deadline, self.name)
                 )
-        except Exception as exc:
-            raise self._fail("list", "", exc) from exc
         log.info(
             "provider=%s op=list domains listed count=%d hosts=%d",
             self.name,

@@ -31,6 +31,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
     timestamps,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     listening,
     process,
@@ -87,9 +88,10 @@ def parse_id(provider_id: str) -> str:
     return name
 
 
-class LocalProvider(contract.Provider, contract.Checker):
+class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
     type_name = "local"
     supports_auth = True
+    _parse_id = staticmethod(parse_id)  # ErrorSeam's hook
 
     def __init__(self, name: str, installation: str, block):
         super().__init__(name, installation)
@@ -100,6 +102,7 @@ class LocalProvider(contract.Provider, contract.Checker):
     # -- helpers -------------------------------------------------------------------------
 
     def _fail(self, op: str, provider_id: str, exc: BaseException) -> errors.ProviderError:
+        """ErrorSeam's hook."""
         return errors.wrap(classify(exc), op, self.name, provider_id, exc)
 
     def _squid_user(self):
@@ -307,7 +310,7 @@ class LocalProvider(contract.Provider, contract.Checker):
         if not 1 <= int(req.port) <= 65535:
             raise errors.permanent("create", self.name, provider_id, "port %r is not 1-65535" % req.port)
         log.info("provider=%s op=create request=%s", self.name, req.describe())
-        try:
+        with self.operation("create", provider_id, parse=False):
             deadline.check("create")
             self._squid_binary()  # fail before anything is written when Squid is missing
             existing = self.store.read(req.name)
@@ -344,18 +347,10 @@ class LocalProvider(contract.Provider, contract.Checker):
                         "create", self.name, provider_id, "instance %s was created for another uid" % req.name
                     )
             self._ensure_running(req.name, deadline)
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("create", provider_id, exc) from exc
         return provider_id
 
     def sync_auth(self, provider_id: str, auth, deadline, apply: bool = True) -> bool:
-        try:
-            name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("sync_auth", self.name, provider_id, exc) from exc
-        try:
+        with self.operation("sync_auth", provider_id) as name:
             deadline.check("sync_auth")
             self._auth_helper(auth)
             with self.store.locked(name, deadline):
@@ -377,33 +372,17 @@ class LocalProvider(contract.Provider, contract.Checker):
                         "replaced" if auth is not None else "removed",
                     )
                 return True
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("sync_auth", provider_id, exc) from exc
 
     def get(self, provider_id: str, deadline) -> contract.Instance:
-        try:
-            name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("get", self.name, provider_id, exc) from exc
-        try:
+        with self.operation("get", provider_id) as name:
             deadline.check("get")
             record = self.store.read(name)
             if record is None or not names.provider_owns(record, self.name):
                 raise errors.not_found("get", self.name, provider_id, "no instance %s" % name)
             return self._instance(name, record, deadline)
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("get", provider_id, exc) from exc
 
     def delete(self, provider_id: str, deadline) -> None:
-        try:
-            name = parse_id(provider_id)
-        except ValueError as exc:
-            raise errors.permanent("delete", self.name, provider_id, exc) from exc
-        try:
+        with self.operation("delete", provider_id) as name:
             deadline.check("delete")
             with self.store.locked(name, deadline):
                 record = self.store.read(name)
@@ -424,16 +403,10 @@ class LocalProvider(contract.Provider, contract.Checker):
                 process.stop(self.store.path(name), name, deadline)
                 self.store.remove(name)
             log.info("provider=%s op=delete id=%s removed", self.name, provider_id)
-        except errors.ProviderError:
-            raise
-        except Exception as exc:
-            raise self._fail("delete", provider_id, exc) from exc
 
     def collect_leftovers(self, deadline) -> list:
-        try:
+        with self.operation("gc", parse=False):
             gone = self.store.sweep_leftovers(deadline)
-        except Exception as exc:
-            raise self._fail("gc", "", exc) from exc
         for entry in gone:
             log.info("provider=%s op=gc removed leftover directory %s", self.name, entry)
         return gone
@@ -444,7 +417,7 @@ class LocalProvider(contract.Provider, contract.Checker):
     def list_by_tag(self, deadline) -> list:
         out, problems = [], []
         self._list_problems = problems
-        try:
+        with self.operation("list", parse=False):
             deadline.check("list")  # a cancelled list fails even when there is nothing to list
             for name in self.store.names():
                 deadline.check("list")
@@ -463,8 +436,6 @@ class LocalProvider(contract.Provider, contract.Checker):
                 if not names.provider_owns(record, self.name):
                     continue  # another provider's on a shared stateDir: listed by that one
                 out.append(self._instance(name, record, deadline))
-        except Exception as exc:
-            raise self._fail("list", "", exc) from exc
         return out
 
     def check(self, deadline) -> list:
