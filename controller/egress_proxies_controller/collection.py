@@ -15,6 +15,7 @@ configuration only after it has adopted its first run's environment.
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 COLLECTION = "ansible_collections.crawl.egress_proxies"
 
@@ -24,13 +25,18 @@ class CollectionNotFound(ImportError):
 
 
 def _configure() -> None:
-    """Installs ansible-core's collection finder (unless something in this process already
-    did) and checks that it finds the collection."""
+    """Installs ansible-core's collection finder and checks that it finds the collection.
+
+    Nothing is installed when this process already imports ``ansible_collections`` some other
+    way (ansible's finder set up by an ansible process, or a path on ``sys.path`` as
+    tests/conftest.py sets it): one package must come through one loader, and ansible's finder
+    refuses a collection package that another loader imported ("collection metadata was not
+    loaded")."""
     from ansible import constants
     from ansible.plugins.loader import init_plugin_loader
     from ansible.utils.collection_loader import AnsibleCollectionConfig
 
-    if AnsibleCollectionConfig.collection_finder is None:
+    if AnsibleCollectionConfig.collection_finder is None and "ansible_collections" not in sys.modules:
         init_plugin_loader()
     try:
         found = importlib.util.find_spec(COLLECTION) is not None
