@@ -1,6 +1,6 @@
-"""How many members each spread target gets: a weighted split of the replicas.
+"""What a skipped (degraded) spread target may keep, the cap the ProxyPool's split applies.
 
-The split is ``pool_split.apportion`` (module_utils), the one rule proxy_pool uses too: largest
+The split itself is ``pool_split.split`` (module_utils), the one rule proxy_pool uses too: largest
 remainder (Hamilton), a target's ``max`` (or a cap from a degraded target) honoured by fixing
 that target at its cap and splitting the rest again over the others, so a skipped target's share
 goes to the others, in proportion to their weights.
@@ -13,11 +13,6 @@ instead of Proxies); ``tests/unit/test_pool_skip_rule.py`` checks that both keep
 """
 
 from __future__ import annotations
-
-from . import collection  # noqa: F401  (makes the collection's module_utils importable)
-
-# isort: split
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_split import apportion
 
 
 def holds(members, target: str, revision: str) -> int:
@@ -37,16 +32,3 @@ def skip_caps(degraded, providers: dict, configured: set, members, revisions: di
         name: holds(members, name, revisions[name]) if providers[name] in configured else 0
         for name in degraded
     }
-
-
-def desired(replicas: int, targets, degraded_caps: dict) -> dict:
-    """Target name -> members it should have. ``degraded_caps`` maps a skipped target to the
-    most it may keep (``skip_caps``)."""
-    caps = []
-    for target in targets:
-        cap = target.max
-        if target.name in degraded_caps:
-            cap = degraded_caps[target.name] if cap is None else min(cap, degraded_caps[target.name])
-        caps.append(cap)
-    counts = apportion(replicas, [t.weight for t in targets], caps)
-    return {t.name: n for t, n in zip(targets, counts, strict=True)}

@@ -2,8 +2,8 @@
 # Apache License 2.0 (see LICENSE)
 """How many members of a ``proxy_pool`` each spread target gets: the ProxyPool's split.
 
-The one copy of the rule: the controller's ProxyPool planner (``pool_spread``) imports
-``apportion`` from here (docs/architecture.md, import rule 11), so a ProxyPool and a playbook pool
+The one copy of the rule: the controller's ProxyPool planner (``pool_reconciler``) imports
+``split`` from here (docs/architecture.md, import rule 11), so a ProxyPool and a playbook pool
 of the same spread agree; standard library only, as that rule asks. Largest remainder
 (Hamilton): every target gets the whole part of its exact share, the members left go to the
 largest fractional parts, a tie to the target listed first. A target at its cap is fixed there

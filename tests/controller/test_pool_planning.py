@@ -1,22 +1,15 @@
-"""The pool's pure planners: the weighted split (max and degraded caps; the apportionment itself
-is module_utils' pool_split, tests/unit/test_pool_split.py), the rolling budget,
+"""The pool's pure planners (the weighted split is module_utils' pool_split, proved in
+tests/unit/test_pool_split.py): the rolling budget,
 the rollout plan (creates, deletes, never below replicas - maxUnavailable Ready, never above
 replicas + maxSurge members) and the scale-down order (newest not-Ready first, then oldest)."""
 
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller import pool_rollout, pool_spread
-from egress_proxies_controller.pool_model import Member, Pool, Target, parse_duration
+from egress_proxies_controller import pool_rollout
+from egress_proxies_controller.pool_model import Member, Pool, parse_duration
 
 NOW = 10_000.0
-
-
-def test_desired_applies_max_and_degraded_caps():
-    targets = (Target("a", "p1", {}, 2, None), Target("b", "p2", {}, 1, 1))
-    assert pool_spread.desired(6, targets, {}) == {"a": 5, "b": 1}
-    assert pool_spread.desired(6, targets, {"a": 2}) == {"a": 2, "b": 1}
-    assert pool_spread.desired(6, targets, {"b": 0}) == {"a": 6, "b": 0}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_split
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_params import Target
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_target import Target
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,11 @@ def test_split_applies_a_skipped_targets_cap_under_its_maximum():
     assert pool_split.split(6, targets, {}) == {"a": 4, "b": 2}
     assert pool_split.split(6, targets, {"b": 1}) == {"a": 5, "b": 1}
     assert pool_split.split(12, targets, {"b": 9}) == {"a": 9, "b": 3}  # its max still holds
+
+
+def test_split_applies_maxima_and_degraded_caps():
+    """A ProxyPool's spread (moved from the controller's pool_spread.desired tests)."""
+    targets = (Target("a", "p1", {}, 2, None), Target("b", "p2", {}, 1, 1))
+    assert pool_split.split(6, targets, {}) == {"a": 5, "b": 1}
+    assert pool_split.split(6, targets, {"a": 2}) == {"a": 2, "b": 1}
+    assert pool_split.split(6, targets, {"b": 0}) == {"a": 6, "b": 0}
