@@ -24,11 +24,19 @@ import os
 import threading
 import time
 
-from . import auth_secret, poll_rounds, tracing
+from . import (
+    auth_secret,
+    collection,  # noqa: F401  (makes the collection's module_utils importable)
+    poll_rounds,
+    tracing,
+)
 from . import kube as kube_mod
 from . import reconciler as rec
 from . import spec as spec_mod
 from .reconciler import Proxy, Reconciler
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.placement import CRD_KEYS
 
 log = logging.getLogger("egress_proxies_controller.manager")
 COMPONENT = "egress-proxies-controller"
@@ -546,12 +554,7 @@ class Manager:
             # collector removes it with the Proxy. Playbooks never ask: their uid is no Proxy's.
             "owner_reference": True,
             "port": proxy.spec.port,
-            "placement": {
-                "region": placement.get("region", ""),
-                "zone": placement.get("zone", ""),
-                "machine_type": placement.get("machineType", ""),
-                "image": placement.get("image", ""),
-            },
+            "placement": {field: placement.get(key, "") for field, key in CRD_KEYS.items()},
         }
         if proxy.spec.auth_secret:
             fields["auth"] = auth_secret.credentials(self.kube, proxy.namespace, proxy.spec.auth_secret)

@@ -26,7 +26,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_item
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_target import DEFAULT_TARGET, Target
 
 TEMPLATE_FIELDS = ("placement", "cloud_init", "port", "auth", "namespace", "wait", "wait_timeout")
-PLACEMENT_FIELDS = ("region", "zone", "machine_type", "image")
 
 
 @dataclasses.dataclass(frozen=True)
