@@ -67,3 +67,25 @@ def test_the_fork_server_reads_no_ansible_configuration_at_import(module, tmp_pa
     done = _python(code, COLLECTIONS, str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# docs/architecture.md, import rule 11: the pure module_utils the controller imports, and the
+# pure ones those import in turn (errors, excerpt, sha512_crypt).
+RULE_11 = {"config_keys", "credential_files", "names", "placement", "pool_split", "pool_target"}
+RULE_11 |= {"proxy_auth", "tracing", "uid_shards"}
+RULE_11_INDIRECT = {"errors", "excerpt", "sha512_crypt"}
+
+
+def test_the_whole_controller_loads_exactly_the_module_utils_rule_11_names(tmp_path):
+    code = (
+        "import importlib, pkgutil, sys, egress_proxies_controller as p\n"
+        "for m in pkgutil.iter_modules(p.__path__):\n"
+        "    importlib.import_module('egress_proxies_controller.' + m.name)\n"
+        "prefix = 'ansible_collections.crawl.egress_proxies.'\n"
+        "print(' '.join(sorted(k[len(prefix):] for k in sys.modules if k.startswith(prefix))))\n"
+    )
+    done = _python(code, COLLECTIONS, str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    packages = {"plugins", "plugins.module_utils"}
+    assert loaded - packages == {"plugins.module_utils." + name for name in RULE_11 | RULE_11_INDIRECT}
