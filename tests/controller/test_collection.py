@@ -32,7 +32,7 @@ def test_module_utils_come_from_ansibles_collections_path_through_its_loader(tmp
         "print(type(m.__loader__).__name__, m.__file__)"
     )
     done = _python(code, COLLECTIONS, str(tmp_path))
-    assert done.returncode == 0, done.stderr
+    assert (done.returncode, done.stderr) == (0, "")  # nothing of ansible's in the controller's log
     loader, path = done.stdout.split()
     assert loader == "_AnsibleCollectionLoader"
     assert path.startswith(os.path.join(COLLECTIONS, "ansible_collections", "crawl", "egress_proxies"))
