@@ -15,9 +15,9 @@ is the controller's, naming the Secret's key.
 
 from __future__ import annotations
 
-from . import (
+from . import (  # pylint: disable=unused-import
     api,
-    collection,  # noqa: F401  (makes the collection's module_utils importable)
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
 )
 
 # isort: split

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import os
 
-from . import collection  # noqa: F401  (makes the collection's module_utils importable)
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 
 # isort: split
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import FILE_KEYS

@@ -24,9 +24,9 @@ import os
 import threading
 import time
 
-from . import (
+from . import (  # pylint: disable=unused-import
     auth_secret,
-    collection,  # noqa: F401  (makes the collection's module_utils importable)
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
     poll_rounds,
     tracing,
 )

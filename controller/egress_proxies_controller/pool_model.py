@@ -12,9 +12,9 @@ import hashlib
 import json
 import re
 
-from . import (
+from . import (  # pylint: disable=unused-import
     api,
-    collection,  # noqa: F401  (makes the collection's module_utils importable)
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
     conditions,
 )
 from .model import object_fields

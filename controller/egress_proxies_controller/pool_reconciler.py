@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import time
 
-from . import (
-    collection,  # noqa: F401  (makes the collection's module_utils importable)
+from . import (  # pylint: disable=unused-import
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
     conditions,
     pool_rollout,
     pool_spread,

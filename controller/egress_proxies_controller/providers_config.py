@@ -28,7 +28,8 @@ import time
 
 import yaml
 
-from . import collection  # noqa: F401  (makes the collection's module_utils importable)
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 from .credential_watch import CredentialWatch
 
 # isort: split

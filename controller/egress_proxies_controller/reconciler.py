@@ -43,9 +43,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from . import (
+from . import (  # pylint: disable=unused-import
     api,
-    collection,  # noqa: F401  (makes the collection's module_utils importable)
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
     conditions,
 )
 from .model import (

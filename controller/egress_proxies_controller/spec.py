@@ -18,7 +18,8 @@ import dataclasses
 import hashlib
 import json
 
-from . import collection  # noqa: F401  (makes the collection's module_utils importable)
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 
 # isort: split
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.placement import CRD_KEYS

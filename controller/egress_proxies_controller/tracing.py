@@ -22,7 +22,8 @@ import os
 from opentelemetry import propagate
 from opentelemetry import trace as otel_trace
 
-from . import collection  # noqa: F401  (makes the collection's module_utils importable)
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 from .version import PRODUCT, package_version
 
 # isort: split

@@ -20,9 +20,8 @@ COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
 def _python(code: str, collections: str, cwd: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHONPATH"))}
     env.update(ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false")
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
-    )
+    argv = [sys.executable, "-c", code]
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_module_utils_come_from_ansibles_collections_path_through_its_loader(tmp_path):
