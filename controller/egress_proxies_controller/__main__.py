@@ -16,7 +16,6 @@ import threading
 
 from . import metrics as metrics_mod
 from .flags import ENV_PROVIDERS_FILE, parser
-from .reconciler import Settings
 from .stop_signals import stop_on_signals
 from .workqueue import WorkQueue
 
@@ -76,6 +75,11 @@ def _main(argv) -> int:
         )
         return 2
     sharded = args.shards > 1
+    try:  # before anything that imports the collection's module_utils (--help, --version need none)
+        from . import collection  # noqa: F401
+    except ImportError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 2
 
     from . import kube as kube_mod
     from . import tracing
@@ -91,6 +95,7 @@ def _main(argv) -> int:
     from .providers_config import ProvidersConfig
     from .proxy_health import ProxyHealthEngine
     from .readiness import Readiness
+    from .reconciler import Settings
 
     api_client = kube_mod.load(args.kubeconfig, args.context)  # first: a bad flag ends here
     tracer_provider = tracing.configure()  # OTEL_* decide; None: spans are no-ops

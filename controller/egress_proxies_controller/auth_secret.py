@@ -8,17 +8,38 @@ credentials the module would refuse is a ``LookupError``: the Proxy gets
 ``CredentialsApplied=False`` (``SecretUnavailable``) and is retried, because fixing the Secret
 changes no generation and a PermanentError latch would never be released.
 
-The rules repeat the collection's ``plugins/module_utils/proxy_auth.py`` (the controller imports
-no module_utils); ``tests/controller/test_auth_secret.py`` checks that both agree.
+The rule is the collection's (``plugins/module_utils/proxy_auth.py``: ``username_fault``,
+``password_fault``), so the controller refuses exactly what the module would; only the wording
+is the controller's, naming the Secret's key.
 """
 
 from __future__ import annotations
 
-from . import api
+from . import (  # pylint: disable=unused-import
+    api,
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
+)
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import proxy_auth
 
 KEYS = ("username", "password")
-MAX_USERNAME_CHARS = 64
-MAX_PASSWORD_CHARS = 256
+# How each fault reads after "key <name>" in a Condition or Event: the key, never its value.
+_WORDS = {
+    "username": {
+        proxy_auth.EMPTY: "is empty",
+        proxy_auth.TOO_LONG: "is longer than %d characters" % proxy_auth.MAX_USERNAME_CHARS,
+        proxy_auth.COLON: "contains ':', which HTTP basic auth cannot carry",
+        proxy_auth.WHITESPACE: "contains whitespace or control characters",
+        proxy_auth.HASH: "starts with '#', which the proxy's password file reads as a comment",
+        proxy_auth.NON_ASCII: "has characters outside ASCII, for which HTTP basic auth names no charset",
+    },
+    "password": {
+        proxy_auth.EMPTY: "is empty",
+        proxy_auth.TOO_LONG: "is longer than %d characters" % proxy_auth.MAX_PASSWORD_CHARS,
+        proxy_auth.CONTROL: "contains control characters (a trailing newline from echo?)",
+    },
+}
 
 
 class Unavailable(LookupError):
@@ -29,20 +50,13 @@ class Unavailable(LookupError):
 
 def problem(username: str, password: str) -> str:
     """Why the module would refuse these credentials, without quoting either; ``""`` if none."""
-    if not username:
-        return "key username is empty"
-    if len(username) > MAX_USERNAME_CHARS:
-        return "key username is longer than %d characters" % MAX_USERNAME_CHARS
-    if ":" in username:
-        return "key username contains ':', which HTTP basic auth cannot carry"
-    if any(not ch.isprintable() or ch.isspace() for ch in username):
-        return "key username contains whitespace or control characters"
-    if not password:
-        return "key password is empty"
-    if len(password) > MAX_PASSWORD_CHARS:
-        return "key password is longer than %d characters" % MAX_PASSWORD_CHARS
-    if any(not ch.isprintable() for ch in password):
-        return "key password contains control characters (a trailing newline from echo?)"
+    faults = (
+        ("username", proxy_auth.username_fault(username)),
+        ("password", proxy_auth.password_fault(password)),
+    )
+    for key, fault in faults:
+        if fault:
+            return "key %s %s" % (key, _WORDS[key][fault])
     return ""
 
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 
-# The modules' credential_files.FILE_KEYS (a test keeps them equal).
-CREDENTIAL_FILE_KEYS = frozenset(
-    {"credentialsFile", "kubeconfig", "caCert", "clientCert", "clientKey", "sshKeyFile", "knownHostsFile"}
-)
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import FILE_KEYS
+
+CREDENTIAL_FILE_KEYS = frozenset(FILE_KEYS)  # the keys the modules read credential files from
 
 
 def credential_paths(entry) -> list:

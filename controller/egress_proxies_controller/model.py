@@ -126,11 +126,3 @@ def object_fields(obj: dict) -> dict:
         "status": dict(obj.get("status") or {}),
         "resource_version": str(meta.get("resourceVersion") or ""),
     }
-
-
-def instance_name(uid: str) -> str:
-    """The collection's name_from_uid, repeated here so the controller imports no module_utils."""
-    import base64
-    import hashlib
-
-    return "proxy-" + base64.b32encode(hashlib.sha256(uid.encode()).digest()).decode().lower()[:16]

@@ -12,8 +12,15 @@ import hashlib
 import json
 import re
 
-from . import api, conditions
+from . import (  # pylint: disable=unused-import
+    api,
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
+    conditions,
+)
 from .model import object_fields
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_target import DEFAULT_TARGET, Target
 
 POOL_PLURAL = "proxypools"
 POOL_KIND = "ProxyPool"
@@ -22,7 +29,6 @@ POOL_LABEL = "crawl.example.com/pool"  # on every member: the pool's name (the s
 TARGET_LABEL = "crawl.example.com/pool-target"  # the spread target the member was made for
 REVISION_LABEL = "crawl.example.com/pool-revision"  # hash of the member spec and rotation token
 ROTATE_ANNOTATION = "crawl.example.com/rotate-now"  # any new value on the pool rolls every member
-DEFAULT_TARGET = "default"  # the one target of a pool without spec.spread
 
 COND_PROGRESSING = "Progressing"
 COND_SPREAD_DEGRADED = "SpreadDegraded"
@@ -41,15 +47,6 @@ def parse_time(stamp: str) -> float:
     if not stamp:
         return 0.0
     return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    name: str
-    provider: str
-    placement: dict
-    weight: int = 1
-    max: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,13 @@ from __future__ import annotations
 import logging
 import time
 
-from . import conditions, pool_rollout, pool_spread, pool_status
+from . import (  # pylint: disable=unused-import
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
+    conditions,
+    pool_rollout,
+    pool_spread,
+    pool_status,
+)
 from .informer import Informer, key_of
 from .loops import PeriodicLoop
 from .pool_auth import PoolAuth
@@ -40,6 +46,9 @@ from .pool_model import (
     parse_time,
 )
 from .pool_publish import Publisher
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_split
 
 log = logging.getLogger("egress_proxies_controller.pool")
 COMPONENT = "egress-proxies-controller"
@@ -162,7 +171,7 @@ class PoolController(PeriodicLoop):
         # A skipped target keeps what it holds (Ready or on its way), none when its provider is gone.
         providers = {t.name: t.provider for t in pool.targets}
         caps = pool_spread.skip_caps(degraded, providers, configured, members, revisions)
-        desired = pool_spread.desired(pool.replicas, pool.targets, caps)
+        desired = pool_split.split(pool.replicas, pool.targets, caps)
         # A member being deleted on a provider that left the file cannot go until it is back:
         # it does not hold the pool's room for replacements.
         counted = [m for m in members if not (m.deleting and m.provider not in configured)]

@@ -28,14 +28,17 @@ import time
 
 import yaml
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 from .credential_watch import CredentialWatch
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import config_keys
 
 log = logging.getLogger("egress_proxies_controller.providers_config")
 
-TOP_LEVEL_KEYS = frozenset({"installation", "providers"})
-ENTRY_KEYS = frozenset(
-    {"name", "type", "rateLimit"}
-)  # the modules' config.ENTRY_KEYS (a test keeps them equal)
+TOP_LEVEL_KEYS = frozenset(config_keys.TOP_LEVEL_KEYS)
+ENTRY_KEYS = frozenset(config_keys.ENTRY_KEYS)
 
 
 def entries_of(data: bytes) -> dict:

@@ -43,7 +43,11 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from . import api, conditions
+from . import (  # pylint: disable=unused-import
+    api,
+    collection,  # noqa: F401  (first: makes the collection's module_utils importable)
+    conditions,
+)
 from .model import (
     CREATE,
     DELETE,
@@ -63,8 +67,10 @@ from .model import (
     Proxy,
     Settings,
     Step,
-    instance_name,
 )
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
 
 
 def _gone(answer: Answer) -> bool:
@@ -99,7 +105,7 @@ class Reconciler:
             phase,
             provider,
             provider_id,
-            instance_name(proxy.uid),
+            name_from_uid(proxy.uid),
             proxy.uid,
             proxy.generation,
             proxy.spec.hash(),

@@ -9,9 +9,16 @@ only. The values carry secrets: they are handed to the executor's 0600 payload, 
 
 from __future__ import annotations
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
 from . import auth_secret
 from . import spec as spec_mod
 from .reconciler import CREATE, Proxy
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.placement import CRD_KEYS
 
 
 def resolve(kube, group: dict) -> dict:
@@ -40,12 +47,7 @@ def create_fields(kube, obj: dict) -> dict:
         # collector removes it with the Proxy. Playbooks never ask: their uid is no Proxy's.
         "owner_reference": True,
         "port": proxy.spec.port,
-        "placement": {
-            "region": placement.get("region", ""),
-            "zone": placement.get("zone", ""),
-            "machine_type": placement.get("machineType", ""),
-            "image": placement.get("image", ""),
-        },
+        "placement": {field: placement.get(key, "") for field, key in CRD_KEYS.items()},
     }
     if proxy.spec.auth_secret:
         fields["auth"] = auth_secret.credentials(kube, proxy.namespace, proxy.spec.auth_secret)

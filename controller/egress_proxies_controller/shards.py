@@ -1,8 +1,8 @@
 """Which shard a Proxy is in, and which replica owns which shard: pure functions, no I/O.
 
-A Proxy's shard is ``int(sha256(uid)[:16 hex digits], 16) % count``: stable across processes,
-hosts and Python versions (never ``hash()``, which is salted per process). The proxy_gc module
-computes the same function (plugins/module_utils/uid_shards.py); a test keeps the two equal.
+A Proxy's shard is ``uid_shards.shard_of`` (module_utils), the one function proxy_gc's
+``uid_shards`` option uses too: ``int(sha256(uid)[:16 hex digits], 16) % count``, stable across
+processes, hosts and Python versions.
 
 Shards go to the live members by rendezvous (highest-random-weight) hashing of
 ``sha256("shard/identity")``, with bounded loads so that every member holds ``count // n`` or
@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import hashlib
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 
-def shard_of(uid: str, count: int) -> int:
-    """The shard of a Proxy UID among ``count`` shards."""
-    return int(hashlib.sha256(uid.encode()).hexdigest()[:16], 16) % count
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.uid_shards import shard_of
+
+__all__ = ["assign", "owned_by", "shard_of"]
 
 
 def _weight(shard: int, member: str) -> int:

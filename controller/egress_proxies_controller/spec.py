@@ -18,6 +18,12 @@ import dataclasses
 import hashlib
 import json
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.placement import CRD_KEYS
+
 DEFAULT_PORT = 3128
 # Cache-only key beside (in place of) spec.cloudInit.inline: the sha256 of the text.
 INLINE_DIGEST_KEY = "inlineSha256"
@@ -68,7 +74,7 @@ class ProxySpec:
         placement = spec.get("placement") or {}
         return cls(
             provider=spec.get("provider") or "",
-            placement={k: placement.get(k) or "" for k in ("region", "zone", "machineType", "image")},
+            placement={key: placement.get(key) or "" for key in CRD_KEYS.values()},
             cloud_init_digest=digest_of(cloud["inline"])
             if cloud.get("inline")
             else cloud.get(INLINE_DIGEST_KEY, ""),

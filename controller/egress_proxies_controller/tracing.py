@@ -9,7 +9,9 @@ service (default ``egress-proxies-controller``, with the package's version).
 
 Each runner run hands its span's W3C trace context to the modules as ``TRACEPARENT`` (and
 ``TRACESTATE``) in the run's environment, with the OTEL_* variables inherited: the modules
-(plugins/module_utils/tracing.py) export their spans as children of the run.
+(plugins/module_utils/tracing.py) export their spans as children of the run. Which variables
+turn export on, the protocol and the exporting provider are that file's (``export_wanted``,
+``otlp_protocol``, ``otlp_provider``): the controller and the modules read them by one rule.
 """
 
 from __future__ import annotations
@@ -20,22 +22,19 @@ import os
 from opentelemetry import propagate
 from opentelemetry import trace as otel_trace
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from . import collection  # noqa: F401  # pylint: disable=unused-import
 from .version import PRODUCT, package_version
 
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.tracing import (
+    export_wanted,
+    otlp_protocol,
+    otlp_provider,
+)
+
 log = logging.getLogger("egress_proxies_controller.tracing")
-ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 SCOPE = "egress_proxies_controller"
-
-
-def export_wanted(environ=None) -> bool:
-    """An OTLP endpoint is set and neither the SDK nor the traces exporter is switched off."""
-    environ = os.environ if environ is None else environ
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    exporters = [e.strip().lower() for e in environ.get("OTEL_TRACES_EXPORTER", "otlp").split(",")]
-    if "otlp" not in exporters:
-        return False
-    return any(environ.get(name, "").strip() for name in ENDPOINT_VARS)
 
 
 def configure(environ=None):
@@ -44,24 +43,11 @@ def configure(environ=None):
     environ = os.environ if environ is None else environ
     if not export_wanted(environ):
         return None
-    protocol = environ.get(
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-    )
-    if protocol.strip() != "http/protobuf":
+    protocol = otlp_protocol(environ)
+    if protocol != "http/protobuf":
         log.error("tracing off: OTLP protocol %r is not supported (only http/protobuf)", protocol)
         return None
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    attributes = {"service.version": package_version()}
-    if not environ.get("OTEL_SERVICE_NAME") and "service.name=" not in environ.get(
-        "OTEL_RESOURCE_ATTRIBUTES", ""
-    ):
-        attributes["service.name"] = PRODUCT
-    provider = TracerProvider(resource=Resource.create(attributes))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider = otlp_provider(PRODUCT, {"service.version": package_version()}, environ)
     otel_trace.set_tracer_provider(provider)
     log.info("tracing: exporting spans over OTLP/HTTP")
     return provider

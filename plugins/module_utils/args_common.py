@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import placement
+
 PROVIDERS_ARGS = {
     "providers_file": {"type": "path"},
     "providers": {"type": "list", "elements": "dict"},
@@ -14,12 +16,7 @@ PROVIDERS_ARGS = {
 
 PROVIDERS_MUTUALLY_EXCLUSIVE = [("providers_file", "providers")]
 
-PLACEMENT_OPTIONS = {
-    "region": {"type": "str"},
-    "zone": {"type": "str"},
-    "machine_type": {"type": "str"},
-    "image": {"type": "str"},
-}
+PLACEMENT_OPTIONS = {field: {"type": "str"} for field in placement.FIELDS}
 
 # Basic-auth credentials of one proxy (proxy_auth.py validates them): the password is no_log, so
 # Ansible masks it in every result, and it is never returned nor logged by the collection.

@@ -26,6 +26,10 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base i
     format_loc,
     format_validation_error,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_keys import (
+    ENTRY_KEYS,
+    TOP_LEVEL_KEYS,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt, label
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import DEFAULT_INSTALLATION
@@ -35,8 +39,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_comp
 )
 
 ENV_PROVIDERS_FILE = "EGRESS_PROXIES_PROVIDERS_FILE"
-TOP_LEVEL_KEYS = ("installation", "providers")
-ENTRY_KEYS = ("name", "type", "rateLimit")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,10 @@ import dataclasses
 import datetime
 import threading
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.placement import Placement
+
+__all__ = ["Placement"]  # defined in placement.py (the controller imports it there), part of the contract
+
 PROVISIONING = "Provisioning"
 RUNNING = "Running"
 STOPPED = "Stopped"
@@ -40,16 +44,6 @@ SHARED_REASONS = (
 )
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-
-
-@dataclasses.dataclass(frozen=True)
-class Placement:
-    """Where an instance should run; a provider may ignore fields that do not apply (and says so)."""
-
-    region: str = ""
-    zone: str = ""
-    machine_type: str = ""
-    image: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

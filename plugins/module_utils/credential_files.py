@@ -22,7 +22,7 @@ import os
 import stat
 
 # The config keys that name a credential file, in every provider's block. The controller watches
-# these files (a rotation releases latched Proxies) and keeps its own copy of this set.
+# these files (a rotation releases latched Proxies) by this same tuple (credential_watch).
 FILE_KEYS = (
     "credentialsFile",
     "kubeconfig",

@@ -26,6 +26,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common i
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.placement import FIELDS as PLACEMENT_FIELDS
 
 TEXT_FIELDS = ("provider", "uid", "name", "id", "namespace", "proxy_name")
 
@@ -230,12 +231,7 @@ def _item(index, where, values, raw, config, resolve, problems):
         id=ident,
         namespace=values.get("namespace") or "",
         proxy_name=values.get("proxy_name") or "",
-        placement=contract.Placement(
-            region=placement.get("region") or "",
-            zone=placement.get("zone") or "",
-            machine_type=placement.get("machine_type") or "",
-            image=placement.get("image") or "",
-        ),
+        placement=contract.Placement(**{field: placement.get(field) or "" for field in PLACEMENT_FIELDS}),
         cloud_init=values.get("cloud_init") or "",
         port=int(values["port"]),
         state=values["state"],

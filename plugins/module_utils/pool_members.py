@@ -16,8 +16,9 @@ keeps at most its share, Running members first (the newest of them), then the ol
 their way (Provisioning or Stopped: this run converges them), Terminated ones last; the rest go
 in the order Terminated, then other not-Running newest first, then Running oldest first. A
 skipped target holds its members that are not Terminated (``holds``), as a ProxyPool's skipped
-target holds those that have not failed (the controller's copy of the rule, which imports
-nothing from here: ``tests/unit/test_pool_skip_rule.py`` keeps the two equal).
+target holds those that have not failed (the controller states the rule on its own member
+model, Proxies rather than listed instances: ``tests/unit/test_pool_skip_rule.py`` keeps the two
+equal).
 A member is one instance on one backend (``backend``, the provider's ``backend_key``, and its
 id): when two providers share a backend and both list one instance (one made before instances
 recorded their provider), the copy on its target's provider is the member and the other is a

@@ -23,19 +23,9 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_item
     items_from_params,
     raw_problems,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_target import DEFAULT_TARGET, Target
 
-DEFAULT_TARGET = "default"  # the one target of a pool given ``provider`` instead of ``spread``
 TEMPLATE_FIELDS = ("placement", "cloud_init", "port", "auth", "namespace", "wait", "wait_timeout")
-PLACEMENT_FIELDS = ("region", "zone", "machine_type", "image")
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    name: str
-    provider: str
-    placement: dict
-    weight: int = 1
-    maximum: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,9 +2,9 @@
 # Apache License 2.0 (see LICENSE)
 """How many members of a ``proxy_pool`` each spread target gets: the ProxyPool's split.
 
-The same rule as the controller's ``pool_spread.apportion`` (a ProxyPool and a playbook pool of
-the same spread must agree; the module imports no controller code, so the rule is written here
-too and ``tests/unit/test_pool_split.py`` checks both give the same answer). Largest remainder
+The one copy of the rule: the controller's ProxyPool planner (``pool_reconciler``) imports
+``split`` from here (docs/architecture.md, import rule 11), so a ProxyPool and a playbook pool
+of the same spread agree; standard library only, as that rule asks. Largest remainder
 (Hamilton): every target gets the whole part of its exact share, the members left go to the
 largest fractional parts, a tie to the target listed first. A target at its cap is fixed there
 and the rest is split again over the others, so a skipped (degraded) target's share goes to the

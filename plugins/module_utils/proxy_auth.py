@@ -60,25 +60,66 @@ def problems(value, field: str = "auth") -> list:
     return out
 
 
+# What is wrong with a username or password: ``username_fault`` and ``password_fault`` hold the
+# rule once; ``problems`` words a fault for a playbook (field and value), the controller's
+# auth_secret for a Secret (its key, never a value). Checked in this order, the first one wins.
+EMPTY = "empty"
+TOO_LONG = "too long"
+COLON = "colon"  # username: HTTP basic auth and the password file both split on ':'
+WHITESPACE = "whitespace"  # username: whitespace or control characters
+HASH = "hash"  # username: basic_ncsa_auth reads a line starting with '#' as a comment
+NON_ASCII = "non-ascii"  # username: a Basic header names no charset
+CONTROL = "control"  # password: control characters (newline, NUL, tab, ...)
+
+
+def username_fault(value: str) -> str:
+    """The first fault of a username string (``EMPTY`` ... ``NON_ASCII``), ``""`` when fine."""
+    if not value:
+        return EMPTY
+    if len(value) > MAX_USERNAME_CHARS:
+        return TOO_LONG
+    if ":" in value:
+        return COLON
+    if any(not ch.isprintable() or ch.isspace() for ch in value):
+        return WHITESPACE
+    if value.startswith("#"):
+        return HASH
+    if not value.isascii():
+        return NON_ASCII
+    return ""
+
+
+def password_fault(value: str) -> str:
+    """The first fault of a password string (``EMPTY``, ``TOO_LONG``, ``CONTROL``), ``""`` when fine."""
+    if not value:
+        return EMPTY
+    if len(value) > MAX_PASSWORD_CHARS:
+        return TOO_LONG
+    if any(not ch.isprintable() for ch in value):
+        return CONTROL
+    return ""
+
+
 def _username_problems(value, field: str) -> list:
     if not isinstance(value, str):
         return ["%s: required, a string (not %s)" % (field, excerpt(value))]
-    if not value:
+    fault = username_fault(value)
+    if fault == EMPTY:
         return ["%s: must not be empty" % field]
-    if len(value) > MAX_USERNAME_CHARS:
+    if fault == TOO_LONG:
         return ["%s: %s is longer than %d characters" % (field, excerpt(value), MAX_USERNAME_CHARS)]
-    if ":" in value:
+    if fault == COLON:
         return [
             "%s: %s contains ':', which HTTP basic auth cannot carry in a username" % (field, excerpt(value))
         ]
-    if any(not ch.isprintable() or ch.isspace() for ch in value):
+    if fault == WHITESPACE:
         return ["%s: %s contains whitespace or control characters" % (field, excerpt(value))]
-    if value.startswith("#"):
+    if fault == HASH:
         return [
             "%s: %s starts with '#', which the password file's reader (basic_ncsa_auth) takes for a "
             "comment line, so it could never log in" % (field, excerpt(value))
         ]
-    if not value.isascii():
+    if fault == NON_ASCII:
         return [
             "%s: %s has characters outside ASCII: HTTP basic auth names no charset for the user "
             "id, so clients send them in different encodings and the password file cannot match"
@@ -91,13 +132,13 @@ def _password_problems(value, field: str) -> list:
     if not isinstance(value, str):
         kind = "nothing" if value is None else "a %s" % type(value).__name__
         return ["%s: required, a string (not %s)" % (field, kind)]
-    if not value:
-        return ["%s: must not be empty" % field]
-    if len(value) > MAX_PASSWORD_CHARS:
-        return ["%s: is longer than %d characters" % (field, MAX_PASSWORD_CHARS)]
-    if any(not ch.isprintable() for ch in value):
-        return ["%s: contains control characters (newline, NUL, tab, ...)" % field]
-    return []
+    words = {
+        EMPTY: "must not be empty",
+        TOO_LONG: "is longer than %d characters" % MAX_PASSWORD_CHARS,
+        CONTROL: "contains control characters (newline, NUL, tab, ...)",
+    }
+    fault = password_fault(value)
+    return ["%s: %s" % (field, words[fault])] if fault else []
 
 
 def from_value(value) -> Auth | None:

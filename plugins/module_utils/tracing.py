@@ -43,32 +43,51 @@ def export_wanted(environ=None) -> bool:
     return any(environ.get(name, "").strip() for name in ENDPOINT_VARS)
 
 
-def _configure():
-    """A tracer provider exporting to the configured endpoint, or ``None`` (nothing to export,
-    the SDK missing, or a provider set already by whoever imported us)."""
-    if not export_wanted():
-        return None
-    protocol = os.environ.get(
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+def otlp_protocol(environ=None) -> str:
+    """The OTLP protocol the variables ask for; only ``http/protobuf`` is supported (the OTLP/HTTP
+    exporter is the one installed)."""
+    environ = os.environ if environ is None else environ
+    protocol = environ.get(
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
     )
-    if protocol.strip() != "http/protobuf":  # only the OTLP/HTTP exporter is installed
-        return None
-    if not isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider):
-        return None
+    return protocol.strip()
+
+
+def otlp_provider(service_name: str, attributes=None, environ=None):
+    """A tracer provider exporting over OTLP/HTTP (the exporter reads its own OTEL_EXPORTER_OTLP_*
+    settings), named ``service_name`` unless ``OTEL_SERVICE_NAME`` or ``OTEL_RESOURCE_ATTRIBUTES``
+    name the service. Not installed here; ``ImportError`` without the SDK and its exporter. The
+    module runs and the controller (its ``tracing.configure``) both export through this."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError:
-        return None
-    attributes = {}
-    if not os.environ.get("OTEL_SERVICE_NAME") and "service.name=" not in os.environ.get(
+    except ImportError as exc:  # the callers export nothing then
+        raise ImportError("the OpenTelemetry SDK or its OTLP/HTTP exporter is missing: %s" % exc) from None
+
+    environ = os.environ if environ is None else environ
+    attributes = dict(attributes or {})
+    if not environ.get("OTEL_SERVICE_NAME") and "service.name=" not in environ.get(
         "OTEL_RESOURCE_ATTRIBUTES", ""
     ):
-        attributes["service.name"] = SERVICE_NAME
+        attributes["service.name"] = service_name
     provider = TracerProvider(resource=Resource.create(attributes))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
+
+
+def _configure():
+    """A tracer provider exporting to the configured endpoint, or ``None`` (nothing to export,
+    the SDK missing, or a provider set already by whoever imported us)."""
+    if not export_wanted() or otlp_protocol() != "http/protobuf":
+        return None
+    if not isinstance(otel_trace.get_tracer_provider(), otel_trace.ProxyTracerProvider):
+        return None
+    try:
+        provider = otlp_provider(SERVICE_NAME)
+    except ImportError:
+        return None
     otel_trace.set_tracer_provider(provider)
     return provider
 

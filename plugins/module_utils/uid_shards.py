@@ -4,8 +4,8 @@
 
 Several controller replicas split the Proxies by a stable hash of their UID; each collects only
 the orphans of the shards it holds, so two replicas never delete the same instance. The shard of
-a UID is ``int(sha256(uid)[:16 hex digits], 16) % count`` (the controller's shards.py computes
-the same; a test keeps the two equal).
+a UID is ``int(sha256(uid)[:16 hex digits], 16) % count``: ``shard_of``, which the controller's
+shards.py imports from here (docs/architecture.md, import rule 11).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""spec.auth.secretRef in the controller: the Secret's credentials checked by the same rules as
-the module's (so bad content is a retried condition, never a PermanentError latch), messages
-that name the Secret but never a value, the spec hash unchanged for Proxies without auth, and
-the reconciler's plan and answers for a Proxy with auth (table tests)."""
+"""spec.auth.secretRef in the controller: the Secret's credentials checked by the module's own rule
+(proxy_auth's username_fault and password_fault: bad content is a retried condition, never a
+PermanentError latch), messages that name the Secret but never a value, the spec hash unchanged
+for Proxies without auth, and the reconciler's plan and answers for a Proxy with auth (table
+tests)."""
 
 from __future__ import annotations
 
@@ -10,34 +11,34 @@ from egress_proxies_controller import api, auth_secret
 from egress_proxies_controller.reconciler import CREATE, GET, PHASE_POLL, Answer, Reconciler
 from egress_proxies_controller.spec import ProxySpec
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import proxy_auth
-
 from .test_reconciler import NOW, SETTINGS, cond, instance, proxy, running_status
 
 SENTINEL = "Sentinel-Controller-Pw"
-CASES = [
-    ("crawler", SENTINEL),
-    ("", SENTINEL),
-    ("a:b", SENTINEL),
-    ("two words", SENTINEL),
-    ("tab\tname", SENTINEL),
-    ("u" * 64, SENTINEL),
-    ("u" * 65, SENTINEL),
-    ("crawler", ""),
-    ("crawler", SENTINEL + "\n"),
-    ("crawler", SENTINEL + "\x00"),
-    ("crawler", "p" * 256),
-    ("crawler", "p" * 257),
-    ("crawler", "spaces are fine ü"),
+CASES = [  # (username, password, refused): the module's proxy_auth rule, worded for a Secret
+    ("crawler", SENTINEL, False),
+    ("", SENTINEL, True),
+    ("a:b", SENTINEL, True),
+    ("two words", SENTINEL, True),
+    ("tab\tname", SENTINEL, True),
+    ("u" * 64, SENTINEL, False),
+    ("u" * 65, SENTINEL, True),
+    ("#crawler", SENTINEL, True),  # the password file's reader takes the line for a comment
+    ("jürgen", SENTINEL, True),  # a Basic header names no charset
+    ("crawler", "", True),
+    ("crawler", SENTINEL + "\n", True),
+    ("crawler", SENTINEL + "\x00", True),
+    ("crawler", "p" * 256, False),
+    ("crawler", "p" * 257, True),
+    ("crawler", "spaces are fine ü", False),
 ]
 
 
-@pytest.mark.parametrize(("username", "password"), CASES)
-def test_the_controller_and_the_module_agree(username, password):
-    module_says = proxy_auth.problems({"username": username, "password": password})
-    controller_says = auth_secret.problem(username, password)
-    assert bool(module_says) == bool(controller_says), (module_says, controller_says)
-    assert SENTINEL not in controller_says
+@pytest.mark.parametrize(("username", "password", "refused"), CASES)
+def test_credentials_the_module_refuses_are_a_problem_that_quotes_no_value(username, password, refused):
+    said = auth_secret.problem(username, password)
+    assert bool(said) is refused, said
+    assert said == "" or said.startswith(("key username ", "key password "))
+    assert SENTINEL not in said and (len(username) < 2 or username not in said)
 
 
 class _Kube:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 
-from egress_proxies_controller.credential_watch import CREDENTIAL_FILE_KEYS, credential_paths
+import pytest
+from egress_proxies_controller.credential_watch import credential_paths
 from egress_proxies_controller.providers_config import ProvidersConfig
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import credential_files
 
 
 def _write(path, data: bytes) -> None:
@@ -80,7 +83,6 @@ def test_paths_are_found_at_any_depth():
     assert credential_paths(entry) == ["/s/h1", "/s/key", "/s/known_hosts"]
 
 
-def test_the_keys_are_the_modules_own():
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import credential_files
-
-    assert frozenset(credential_files.FILE_KEYS) == CREDENTIAL_FILE_KEYS
+@pytest.mark.parametrize("key", credential_files.FILE_KEYS)
+def test_every_key_the_modules_read_a_credential_file_from_is_watched(key):
+    assert credential_paths({"name": "p", "type": "t", "t": {key: "/s/file"}}) == ["/s/file"]

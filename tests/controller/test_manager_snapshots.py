@@ -16,9 +16,11 @@ from egress_proxies_controller import informer as informer_mod
 from egress_proxies_controller.kube import Kube
 from egress_proxies_controller.manager import Manager
 from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Answer, Settings, instance_name
+from egress_proxies_controller.reconciler import Answer, Settings
 from egress_proxies_controller.spec import ProxySpec
 from egress_proxies_controller.workqueue import WorkQueue
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
 
 from .fake_cluster import FakeExecutor, FakeInformer, FakeKube, proxy_object
 
@@ -85,7 +87,7 @@ def test_answer_for_a_proxy_recreated_under_the_same_name_is_dropped(providers_f
     executor.during = None
     tick(m)
     create = executor.calls[-1][KEY]
-    assert (create.op, create.uid, create.name) == ("create", "uid-2", instance_name("uid-2"))
+    assert (create.op, create.uid, create.name) == ("create", "uid-2", name_from_uid("uid-2"))
 
 
 def test_no_follow_up_is_taken_from_memory_for_a_new_object_of_the_same_name(providers_file):

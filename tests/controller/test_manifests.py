@@ -234,6 +234,21 @@ def test_proxy_spec_is_closed():
         assert "additionalProperties" not in node, path
 
 
+def test_proxy_placement_keys_are_the_modules_placement_fields_in_camel_case():
+    """spec.placement is read by placement.CRD_KEYS (controller spec and manager) and handed to
+    the modules as their placement option, field by field: the CRD must name exactly those."""
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import placement
+
+    properties = schema_of("proxies")["properties"]["spec"]["properties"]["placement"]["properties"]
+    assert set(properties) == set(placement.CRD_KEYS.values())
+    assert placement.CRD_KEYS == {
+        "region": "region",
+        "zone": "zone",
+        "machine_type": "machineType",
+        "image": "image",
+    }
+
+
 @pytest.mark.parametrize(
     ("plural", "columns"),
     [

@@ -1,51 +1,15 @@
-"""The pool's pure planners: the weighted split (largest remainder, max), the rolling budget,
+"""The pool's pure planners (the weighted split is module_utils' pool_split, proved in
+tests/unit/test_pool_split.py): the rolling budget,
 the rollout plan (creates, deletes, never below replicas - maxUnavailable Ready, never above
 replicas + maxSurge members) and the scale-down order (newest not-Ready first, then oldest)."""
 
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller import pool_rollout, pool_spread
-from egress_proxies_controller.pool_model import Member, Pool, Target, parse_duration
+from egress_proxies_controller import pool_rollout
+from egress_proxies_controller.pool_model import Member, Pool, parse_duration
 
 NOW = 10_000.0
-
-
-@pytest.mark.parametrize(
-    ("total", "weights", "caps", "expected"),
-    [
-        (6, [2, 1], [None, None], [4, 2]),
-        (3, [2, 1], [None, None], [2, 1]),
-        (8, [2, 1], [None, None], [5, 3]),  # 5.33 / 2.67: the larger remainder gets the 8th
-        (7, [1, 1, 1], [None, None, None], [3, 2, 2]),  # a tie goes to the target listed first
-        (10, [3, 2], [2, None], [2, 8]),  # capped: the rest goes to the other target
-        (10, [1, 1, 1], [None, 0, None], [5, 0, 5]),  # a skipped target's share goes to the others
-        (10, [1, 1], [3, 4], [3, 4]),  # every target at its cap: fewer than asked
-        (5, [0, 1], [None, None], [0, 5]),  # weight 0 gets nothing
-        (0, [2, 1], [None, None], [0, 0]),
-        (100, [6, 4], [None, None], [60, 40]),
-    ],
-)
-def test_apportion(total, weights, caps, expected):
-    assert pool_spread.apportion(total, weights, caps) == expected
-    assert sum(expected) <= total
-
-
-def test_split_follows_replicas_without_jumps():
-    """As replicas grow one by one, no target ever loses a member (2:1 split)."""
-    previous = [0, 0]
-    for total in range(0, 60):
-        now = pool_spread.apportion(total, [2, 1], [None, None])
-        assert sum(now) == total
-        assert now[0] >= previous[0] and now[1] >= previous[1], (total, previous, now)
-        previous = now
-
-
-def test_desired_applies_max_and_degraded_caps():
-    targets = (Target("a", "p1", {}, 2, None), Target("b", "p2", {}, 1, 1))
-    assert pool_spread.desired(6, targets, {}) == {"a": 5, "b": 1}
-    assert pool_spread.desired(6, targets, {"a": 2}) == {"a": 2, "b": 1}
-    assert pool_spread.desired(6, targets, {"b": 0}) == {"a": 6, "b": 0}
 
 
 @pytest.mark.parametrize(

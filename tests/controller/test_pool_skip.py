@@ -1,4 +1,4 @@
-"""A skipped target (issue 31), as one pure decision: skip_caps -> desired -> plan.
+"""A skipped target (issue 31), as one pure decision: skip_caps -> pool_split.split -> plan.
 
 A target that cannot take its whole share keeps every member that fits: Ready members and those
 on their way (Provisioning, no failure latched) count toward what it holds; only failed members
@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from egress_proxies_controller import pool_rollout, pool_spread
 from egress_proxies_controller.pool_model import Member, Target
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_split
 
 NOW = 10_000.0
 QUOTA = "QuotaExceeded: AddressRangeExhausted: address range is exhausted"
@@ -35,7 +37,7 @@ def decide(replicas: int, specs: list, skipped: list, targets=TARGETS, configure
     revisions = {t.name: "r1" for t in targets}
     providers = {t.name: t.provider for t in targets}
     caps = pool_spread.skip_caps(skipped, providers, set(configured), members, revisions)
-    desired = pool_spread.desired(replicas, targets, caps)
+    desired = pool_split.split(replicas, targets, caps)
     plan = pool_rollout.plan(members, desired, revisions, NOW, 0.0, replicas, 1, 1)
     return caps, desired, plan
 

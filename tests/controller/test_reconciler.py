@@ -24,9 +24,10 @@ from egress_proxies_controller.reconciler import (
     Proxy,
     Reconciler,
     Settings,
-    instance_name,
 )
 from egress_proxies_controller.spec import ProxySpec
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
 
 SETTINGS = Settings(provisioning_poll=10, deletion_poll=11, requeue_now=1, quota_retry=300, running_poll=60)
 UID = "2f6c1c0e-0000-4000-8000-000000000001"
@@ -61,7 +62,7 @@ def proxy(**changes) -> Proxy:
 
 def running_status(p: Proxy, **extra) -> dict:
     status = {
-        "providerID": "local/" + instance_name(UID),
+        "providerID": "local/" + name_from_uid(UID),
         "specHash": p.spec.hash(),
         "state": "Running",
         "ip": "127.77.0.1",
@@ -82,8 +83,8 @@ def cond(status: dict, cond_type: str) -> dict:
 
 def instance(state="Provisioning", ip="") -> dict:
     return {
-        "id": "local/" + instance_name(UID),
-        "name": instance_name(UID),
+        "id": "local/" + name_from_uid(UID),
+        "name": name_from_uid(UID),
         "uid": UID,
         "state": state,
         "ip": ip,
@@ -97,7 +98,7 @@ def test_new_proxy_gets_the_finalizer_and_a_create(r):
     step = r.plan(proxy(metadata__finalizers=[]))
     assert step.add_finalizer
     assert step.action == Action(
-        CREATE, PHASE_CREATE, "local", "", instance_name(UID), UID, 1, step.action.spec_hash
+        CREATE, PHASE_CREATE, "local", "", name_from_uid(UID), UID, 1, step.action.spec_hash
     )
     assert step.status is None  # no providerID before create returned one
 
@@ -308,7 +309,7 @@ def test_replacement_deletes_waits_for_not_found_then_creates(r):
     gone = r.apply(p, delete, Answer(ok=True, instance={"id": delete.provider_id, "state": "absent"}))
     assert gone.status["providerID"] == "" and gone.requeue_after == SETTINGS.requeue_now
     create = r.plan(proxy(status=gone.status)).action
-    assert create.op == CREATE and create.name == instance_name(UID)  # same name for the replacement
+    assert create.op == CREATE and create.name == name_from_uid(UID)  # same name for the replacement
 
 
 def test_replacement_recovers_from_a_crash_between_create_and_status_write(r):

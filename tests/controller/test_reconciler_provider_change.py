@@ -10,7 +10,9 @@ have run before a crash).
 from __future__ import annotations
 
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import CREATE, DELETE, Answer, Reconciler, instance_name
+from egress_proxies_controller.reconciler import CREATE, DELETE, Answer, Reconciler
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
 
 from .test_reconciler import NOW, SETTINGS, UID, cond, instance, proxy, running_status
 
@@ -78,7 +80,7 @@ def test_deletion_without_an_id_looks_the_instance_up_by_name_first():
     step = r.plan(p)
     assert not step.remove_finalizer
     assert (step.action.op, step.action.provider, step.action.provider_id) == (DELETE, "local", "")
-    assert (step.action.name, step.action.uid) == (instance_name(UID), UID)
+    assert (step.action.name, step.action.uid) == (name_from_uid(UID), UID)
     left = r.apply(p, step.action, Answer(ok=True, instance=instance("Terminated")))
     assert not left.remove_finalizer and left.requeue_after == SETTINGS.deletion_poll
     found_none = r.apply(p, step.action, Answer(ok=True, instance={"id": "", "state": "absent"}))

@@ -1,6 +1,7 @@
 """The controller's tracing follows the standard OTEL_* variables: an OTLP endpoint turns export
 on; none, ``OTEL_SDK_DISABLED=true``, ``OTEL_TRACES_EXPORTER=none`` or an unsupported protocol
-leave it off (spans are no-ops). The module side reads the same variables the same way."""
+leave it off (spans are no-ops). The rule is module_utils' tracing.export_wanted, which the
+controller's tracing.configure and the module runs both use."""
 
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
     ],
 )
 def test_export_is_wanted_exactly_when_the_variables_say_so(environ, wanted):
-    assert tracing.export_wanted(environ) is wanted
-    assert module_tracing.export_wanted(environ) is wanted
+    assert module_tracing.export_wanted(environ) is wanted  # the controller's rule too (tracing.configure)
 
 
 def test_unwanted_or_unsupported_export_configures_nothing(caplog):
@@ -40,3 +40,25 @@ def test_unwanted_or_unsupported_export_configures_nothing(caplog):
 
 def test_no_span_recording_means_no_traceparent_for_the_modules():
     assert tracing.run_environment() == {}
+
+
+@pytest.mark.parametrize(
+    "environ, name",
+    [
+        ({}, "egress-proxies-controller"),
+        ({"OTEL_SERVICE_NAME": "mine"}, None),  # the SDK's Resource.create names it from os.environ
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=mine"}, None),
+    ],
+)
+def test_the_exporting_provider_names_the_service_unless_the_variables_do(environ, name):
+    """otlp_provider: the controller's (PRODUCT, with its version) and the modules' exporter."""
+    provider = module_tracing.otlp_provider("egress-proxies-controller", {"service.version": "9.9"}, environ)
+    try:
+        attributes = provider.resource.attributes
+        assert attributes["service.version"] == "9.9"
+        if name:
+            assert attributes["service.name"] == name
+        else:
+            assert attributes.get("service.name") != "egress-proxies-controller"
+    finally:
+        provider.shutdown()

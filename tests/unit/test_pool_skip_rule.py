@@ -1,7 +1,8 @@
 """What a skipped target keeps (issue 31) is one rule for a ProxyPool and for ``proxy_pool``.
 
-The controller imports nothing from ``plugins/`` (docs/architecture.md), so the rule is written
-twice: ``pool_spread.holds`` with ``pool_rollout``'s keep and delete orders, and
+The two sides see members through different models (the controller's Proxies with revisions
+and latched conditions, the module's listed instances with states), so the rule is stated on
+each: ``pool_spread.holds`` with ``pool_rollout``'s keep and delete orders, and
 ``pool_members.holds`` with its own. This keeps them equal on seeded random targets: the same
 count held, the same members kept for any share and the same delete order, a Ready (Running)
 member being a Ready one, a member on its way a Provisioning or Stopped one, a failed member
