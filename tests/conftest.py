@@ -58,7 +58,10 @@ def pytest_terminal_summary(terminalreporter, config):
     for line in _announced() + _WORKER_ANNOUNCED:
         terminalreporter.write_line(line)
     if getattr(config, "workerinput", None) is None and _FILE_SECONDS.seconds:
-        written = _FILE_SECONDS.write(os.path.join(ROOT, "tests", "output"), list(config.args))
+        try:
+            written = _FILE_SECONDS.write(os.path.join(ROOT, "tests", "output"), list(config.args))
+        except OSError as exc:  # a report, never a reason for the session to fail
+            written = "not written: %s" % exc.strerror
         terminalreporter.write_sep("=", "slowest %d test files (all of them: %s)" % (SHOWN, written))
         for line in _FILE_SECONDS.lines():
             terminalreporter.write_line(line)

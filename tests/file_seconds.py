@@ -13,6 +13,7 @@ import json
 import os
 
 SHOWN = 15
+MAX_SUFFIX = 80  # a file name stays well under the file system's 255 bytes
 
 
 class FileSeconds:
@@ -28,8 +29,10 @@ class FileSeconds:
         given paths (``make molecule`` and ``make faults`` run sessions of their own)."""
         os.makedirs(output_dir, exist_ok=True)
         named = [os.path.basename(a.split("::")[0].rstrip("/")).split(".")[0] for a in selection]
-        name = "file-seconds%s.json" % "".join("-" + n for n in named if n and n != "tests")
-        path = os.path.join(output_dir, name)
+        suffix = "".join("-" + n for n in named if n and n != "tests")
+        if len(suffix) > MAX_SUFFIX:  # many paths: one name for any such selection
+            suffix = "-selection"
+        path = os.path.join(output_dir, "file-seconds%s.json" % suffix)
         with open(path, "w", encoding="utf-8") as handle:
             json.dump({k: round(v, 1) for k, v in sorted(self.seconds.items())}, handle, indent=1)
         return path
