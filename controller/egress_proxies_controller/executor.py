@@ -181,7 +181,7 @@ class Executor:
                     # by name; the namespace is where a kubernetes-provider create put it.
                     item["namespace"] = key.split("/", 1)[0]
                 if action.op == CREATE:
-                    fields = create_fields.get(key, {})
+                    fields = create_fields[key]  # every create's, resolved before the run
                     if isinstance(fields, LookupError):  # a Secret it needs: that item only, retried
                         answers[key] = Answer(
                             ok=False,
