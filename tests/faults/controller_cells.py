@@ -26,6 +26,11 @@ def run_pids(env) -> list:
     return run_marks.run_pids(env.controller.workdir)
 
 
+def run_ids(env) -> dict:
+    """The run id of each live process of the controller's runs, by pid."""
+    return run_marks.run_ids(env.controller.workdir)
+
+
 def running(env, kubeconfig: str = "", extra=()) -> None:
     """The controller running with ``kubeconfig`` (default: the Toxiproxy link's) and ``extra``
     arguments; restarted only when these differ from the running one's or it has exited."""

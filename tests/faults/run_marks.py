@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-RUN_MARK = re.compile(rb"(?:^|\0)EGRESS_PROXIES_RUN=[0-9a-f]{32}(?:\0|$)")
+RUN_MARK = re.compile(rb"(?:^|\0)EGRESS_PROXIES_RUN=([0-9a-f]{32})(?:\0|$)")
 FORK_SERVER = b"egress_proxies_controller.fork_server"
 
 
@@ -31,7 +31,17 @@ def _processes(workdir: str):
 
 def run_pids(workdir: str) -> list:
     """Live processes of the controller's runs (forked from its fork server or not)."""
-    return [pid for pid, env, cmd in _processes(workdir) if RUN_MARK.search(env) and b"squid" not in cmd]
+    return list(run_ids(workdir))
+
+
+def run_ids(workdir: str) -> dict:
+    """The run id of each live process of the controller's runs, by pid."""
+    found = {}
+    for pid, env, cmd in _processes(workdir):
+        mark = RUN_MARK.search(env)
+        if mark and b"squid" not in cmd:
+            found[pid] = mark.group(1).decode()
+    return found
 
 
 def fork_servers(workdir: str) -> list:

@@ -6,8 +6,10 @@ secret, nothing left once the Proxies are deleted)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
+import json
 import os
 import time
 
@@ -15,7 +17,7 @@ from contract import pids
 from controller.e2e_lib import condition
 
 from faults import playbook_runs
-from faults.controller_cells import finish, get, gone, names, ready, run_pids, running, wait_all
+from faults.controller_cells import finish, get, gone, names, ready, run_ids, run_pids, running, wait_all
 from faults.results import Outcome
 from faults.scenario import Scenario, no_fault
 from faults.scenarios_controller import secret, uids_on_backend
@@ -34,10 +36,13 @@ def _logged_since(env, offset: int, text: str) -> bool:
 def run_timeout(env, scenario) -> Outcome:
     """A create's run held past ``--run-timeout`` (the store lock of the local provider held
     by another process, the call deadline longer than the run's): ansible-runner stops it, every
-    process of the run is gone, the Proxy is not latched, and Ready once the lock is released."""
+    process of the run is gone by the time it is logged as ended, the Proxy is not latched, and
+    Ready once the lock is released. The retry of the create may already run when the timeout is
+    seen here: only runs that ended (``--run-log``) are judged."""
     outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
     sentinel, spec = secret(env)
-    running(env, extra=("--run-timeout", "6", "--call-timeout", "60"))
+    run_log = os.path.join(env.controller.workdir, "run-timeout-runs.jsonl")
+    running(env, extra=("--run-timeout", "6", "--call-timeout", "60", "--run-log", run_log))
     path = os.path.join(env.state_dir, "locks", ".store")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     proxies = names("rt")
@@ -46,17 +51,16 @@ def run_timeout(env, scenario) -> Outcome:
         try:
             offset = _log_offset(env)
             env.create(proxies[0], spec)
-            seen = []
+            seen: dict = {}
             timed_out = playbook_runs.wait_for(
-                lambda: (
-                    seen.extend(p for p in run_pids(env) if p not in seen)
-                    or _logged_since(env, offset, "status=timeout")
-                ),
+                lambda: seen.update(run_ids(env)) or _logged_since(env, offset, "status=timeout"),
                 90,
             )
             outcome.check([] if timed_out else ["no run timed out within 90 s"])
-            outcome.check([] if seen else ["no process of the run was ever seen"])
-            alive = [p for p in seen if pids.running(p)]
+            ended = _ended_runs(run_log)
+            judged = [pid for pid, run in seen.items() if run in ended]
+            outcome.check([] if judged else ["no process of a timed-out run was ever seen"])
+            alive = [p for p in judged if pids.running(p)]
             outcome.check(["process %d of the timed-out run still alive" % p for p in alive])
             obj = get(env, proxies[0])
             outcome.check(
@@ -69,9 +73,23 @@ def run_timeout(env, scenario) -> Outcome:
     healed = time.monotonic()
     wait_all(env, outcome, proxies, ready, "Ready once the lock is released")
     outcome.recovery_seconds = round(time.monotonic() - healed, 2)
-    outcome.calls.append("%d run processes seen, timed out: %s" % (len(seen), timed_out))
+    outcome.calls.append(
+        "%d run processes seen, %d of ended runs, timed out: %s" % (len(seen), len(judged), timed_out)
+    )
     finish(env, outcome, proxies, sentinel)
     return outcome
+
+
+def _ended_runs(run_log: str) -> set:
+    """Run ids with an ``end`` line in ``--run-log`` (written after the run's processes were
+    killed)."""
+    ended = set()
+    with contextlib.suppress(FileNotFoundError), open(run_log, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record.get("what") == "end":
+                ended.add(record["run"])
+    return ended
 
 
 def spec_edited_mid_run(env, scenario) -> Outcome:
@@ -107,8 +125,6 @@ def _generation(obj: dict) -> int:
 
 
 def _record(state_dir: str, name: str) -> dict:
-    import json
-
     try:
         with open(os.path.join(state_dir, "instances", name, "instance.json"), encoding="utf-8") as handle:
             return json.load(handle)
