@@ -16,6 +16,7 @@ import threading
 
 from . import metrics as metrics_mod
 from .flags import ENV_PROVIDERS_FILE, parser
+from .held_keys import HeldKeys
 from .stop_signals import stop_on_signals
 from .workqueue import WorkQueue
 
@@ -108,14 +109,13 @@ def _main(argv) -> int:
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
     metrics.count_proxies(informer.objects)
-    sharding = None
+    held = HeldKeys()  # the manager's, and sharding's to ask before a shard is given up
+    shard_keys = None
     if sharded:
-        from .sharding import Sharding
+        from .sharding import ShardKeys
 
-        sharding = Sharding(args.shards, informer, queue)
-    readiness = Readiness(
-        informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout, sharding=sharding
-    )
+        shard_keys = ShardKeys(args.shards, informer, queue, held)
+    readiness = Readiness(informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout)
     ready, healthy = readiness.ready, readiness.healthy
 
     servers = []
@@ -139,37 +139,30 @@ def _main(argv) -> int:
         raise kube_mod.StartupError(
             "--work-dir", "cannot create %s: %s" % (args.work_dir, exc.strerror)
         ) from None
-    elector = None
+    elector = sharding = None
+    lease = {
+        "lease_duration": args.lease_duration,
+        "renew_deadline": args.renew_deadline,
+        "retry_period": args.retry_period,
+        "heartbeat": os.path.join(args.work_dir, "heartbeat"),
+    }
+    lease_of = (kube.coordination, args.leader_election_namespace, args.leader_election_id, identity)
     if sharded:
         from .shard_leases import ShardCoordinator
+        from .sharding import Sharding
 
         elector = ShardCoordinator(
-            kube.coordination,
-            args.leader_election_namespace,
-            args.leader_election_id,
-            identity,
+            *lease_of,
             args.shards,
-            lease_duration=args.lease_duration,
-            renew_deadline=args.renew_deadline,
-            retry_period=args.retry_period,
-            heartbeat=os.path.join(args.work_dir, "heartbeat"),
+            **lease,
             registry=metrics.registry,
-            on_acquired=sharding.acquired,
-            busy=sharding.busy,
+            on_acquired=shard_keys.acquired,
+            busy=shard_keys.busy,
         )
-        sharding.coordinator = elector
+        sharding = readiness.sharding = Sharding(shard_keys, elector)
         readiness.leading = True  # every replica reconciles (its own shards)
     elif args.leader_elect:
-        elector = LeaderElector(
-            kube.coordination,
-            args.leader_election_namespace,
-            args.leader_election_id,
-            identity,
-            lease_duration=args.lease_duration,
-            renew_deadline=args.renew_deadline,
-            retry_period=args.retry_period,
-            heartbeat=os.path.join(args.work_dir, "heartbeat"),
-        )
+        elector = LeaderElector(*lease_of, **lease)
         log.info("waiting for the lease %s/%s", args.leader_election_namespace, args.leader_election_id)
         if not elector.acquire(stop):
             return 0
@@ -244,6 +237,7 @@ def _main(argv) -> int:
         drain_timeout=args.drain_timeout,
         report_missing=reports.missing,
         owns=sharding.owns if sharded else None,
+        held=held,
     )
     readiness.manager = manager
     informer_thread = threading.Thread(target=informer.run, name="informer", daemon=True)
@@ -258,7 +252,6 @@ def _main(argv) -> int:
         return 1
     log.info("cache synced: %d proxies", len(informer.cache_keys()))
     if sharded:
-        sharding.manager = manager
 
         def lost_shard() -> None:
             log.error("a shard lease was lost: cancelling every run, then exiting")
@@ -307,6 +300,7 @@ def _main(argv) -> int:
             PoolMetrics(metrics.registry),
             args.namespace,
             interval=args.pool_interval,
+            resync=args.pool_resync,
             target_retry=args.pool_target_retry,
             may_act=may_act,
         ).start(),

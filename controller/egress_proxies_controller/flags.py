@@ -175,7 +175,15 @@ def _pools(g) -> None:
         "--pool-interval",
         type=float,
         default=1.0,
-        help="seconds between looks at every ProxyPool (0 disables)",
+        help="seconds between rounds of the ProxyPool loop, which reconcile the pools that changed "
+        "or a member of which did (0 disables)",
+    )
+    g.add_argument(
+        "--pool-resync",
+        type=float,
+        default=30.0,
+        help="seconds after which a ProxyPool is reconciled again with no event (its auth Secret's "
+        "content, a published object removed)",
     )
     g.add_argument(
         "--pool-target-retry",

@@ -8,6 +8,8 @@ version is too old). ``synced`` is set after the first full list: nothing that n
 view (GC's live UIDs) may read the cache before that.
 Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
 finalizers; our own status writes do not, so a status write never triggers another reconcile.
+``watchers`` are told every change of the cache (the controller's own writes and status
+included): the pool loop follows its members' status with one.
 A Proxy whose last finalizer the controller removed is gone for good: its uid is remembered, and
 a watch that lags behind (resumed from an older version) cannot cache it again from its earlier
 events, which would have been planned as a live Proxy whose instance is missing.
@@ -73,6 +75,9 @@ class Informer:
         self.lister = lister or kube.list_proxies  # the pool reconciler lists ProxyPools with it
         self.namespace = namespace
         self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
+        # called with (key, old, new) for every change of the cache, status included (new is None
+        # once the object is gone): the pool loop follows its members with one
+        self.watchers: list = []
         self.watch_timeout = watch_timeout
         self.page_size = page_size
         self.synced = threading.Event()
@@ -112,16 +117,20 @@ class Informer:
             if meta.get("deletionTimestamp") and not meta.get("finalizers"):
                 # The answer to removing the last finalizer: the object no longer exists (its
                 # DELETED event may have come first), so it must not come back as a ghost.
-                if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
-                    del self._cache[key]
                 # A watch behind our own writes still has this object's earlier events to deliver
                 # (a status write from before the deletion): none of them may cache it again.
                 self._gone[meta.get("uid")] = None
                 while len(self._gone) > GONE_UIDS_KEPT:
                     self._gone.popitem(last=False)
-                return
-            if _newer_or_other(obj, current):
+                if current is None or (current.get("metadata") or {}).get("uid") != meta.get("uid"):
+                    return
+                del self._cache[key]
+                obj = None
+            elif _newer_or_other(obj, current):
                 self._cache[key] = obj
+            else:
+                return
+        self._tell(key, current, obj)
 
     def stop(self) -> None:
         self._stop.set()
@@ -146,6 +155,10 @@ class Informer:
                 log.warning("watch interrupted: %s; resuming", exc)
                 self._stop.wait(1.0)
 
+    def _tell(self, key: str, old: dict | None, new: dict | None) -> None:
+        for watcher in self.watchers:
+            watcher(key, old, new)
+
     def _list(self) -> str:
         objects, version = self._list_pages()
         items = {key_of(o): o for o in objects}
@@ -154,9 +167,11 @@ class Informer:
             self._cache = items
         self.relists += 1
         for key, obj in items.items():
+            self._tell(key, old.get(key), obj)
             if _interesting(old.get(key), obj) or not self.synced.is_set():
                 self.on_change(key)
         for key in set(old) - set(items):
+            self._tell(key, old[key], None)
             self.on_change(key)
         self.synced.set()
         return version
@@ -228,6 +243,7 @@ class Informer:
                     self._cache[key] = obj
                 else:
                     continue  # an event older than what we wrote ourselves: keep the newer copy
+            self._tell(key, old, None if kind == "DELETED" else obj)
             if kind == "DELETED" or _interesting(old, obj):
                 self.on_change(key)
         return version

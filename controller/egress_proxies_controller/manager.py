@@ -27,6 +27,8 @@ import time
 from . import kube as kube_mod
 from . import poll_rounds, run_inputs, tracing
 from . import reconciler as rec
+from .filed_answers import FiledAnswers
+from .held_keys import HeldKeys
 from .reconciler import Proxy, Reconciler
 
 log = logging.getLogger("egress_proxies_controller.manager")
@@ -60,6 +62,7 @@ class Manager:
         drain_timeout: float = 60.0,
         report_missing=None,
         owns=None,
+        held: HeldKeys | None = None,
     ):
         self.kube, self.informer, self.queue, self.executor = kube, informer, queue, executor
         self.settings = settings
@@ -78,9 +81,10 @@ class Manager:
         self.metrics = metrics
         self.stop = threading.Event()
         self._slots = threading.Semaphore(runs_in_flight)
-        self._held = {}  # key -> the batch (its key list) or run (its group) processing it
+        self.held = held or HeldKeys()  # shared with sharding's busy(shard)
+        self._held = self.held.keys  # key -> the batch (its key list) or run (its group) processing it
         self._since = {}  # key -> when the queue handed it out (the reconcile-time metric)
-        self._held_lock = threading.Lock()
+        self._held_lock = self.held.lock
         self.may_act = may_act
         self.drain_timeout = drain_timeout
         self.report_missing = report_missing or (lambda missing: None)
@@ -92,6 +96,7 @@ class Manager:
         self.reconciler = self._reconciler()
         self.last_progress = time.monotonic()  # the loop's heartbeat, for /healthz
         self.owns = owns  # with --shards: is the key in a shard this replica dispatches?
+        self.answers = FiledAnswers()  # answers a conflict kept from their status write
 
     # -- config ------------------------------------------------------------------------
 
@@ -180,8 +185,7 @@ class Manager:
 
     def holds_any(self, predicate) -> bool:
         """Whether a batch or run holds a key for which ``predicate(key)`` is true."""
-        with self._held_lock:
-            return any(predicate(k) for k in self._held)
+        return self.held.any(predicate)
 
     def healthy(self, within: float) -> bool:
         """Liveness: the loop went round within the last ``within`` seconds (a stuck loop is not
@@ -394,9 +398,13 @@ class Manager:
         if obj is None:
             self._drop(key)
             return
+        filed = self.answers.take(key, obj)
+        if filed is not None:  # an answer its status write could not record yet: recorded first
+            self._apply_to(key, obj, *filed, reconciler)
+            return
         step = reconciler.plan(Proxy.from_object(obj))
         try:
-            obj = self._commit(obj, step, None)
+            obj = self._commit(obj, step)
         except kube_mod.Conflict:
             # Someone wrote the object since it was read: decide afresh from the new one.
             self._replan(key)
@@ -425,14 +433,20 @@ class Manager:
                 self._replan(key)
             return
         self._note_poll(obj, action, answer)
+        self._apply_to(key, obj, action, answer, reconciler)
+
+    def _apply_to(
+        self, key: str, obj: dict, action: rec.Action, answer: rec.Answer, reconciler: Reconciler
+    ) -> None:
+        """Record ``answer`` on ``obj`` (one snapshot, written with its resourceVersion). On a
+        conflict the answer is filed for the key's next reconcile and the key requeued."""
         step = reconciler.apply(Proxy.from_object(obj), action, answer)
-
-        def recompute(fresh):
-            if (fresh.get("metadata") or {}).get("uid") != action.uid:
-                return None
-            return reconciler.apply(Proxy.from_object(fresh), action, answer).status
-
-        latest = self._commit(obj, step, recompute)
+        try:
+            latest = self._commit(obj, step)
+        except kube_mod.Conflict:
+            self.answers.file(key, action, answer)
+            self._replan(key)
+            return
         if latest is None:
             self._drop(key)
             return
@@ -461,6 +475,7 @@ class Manager:
         return time.monotonic() - since if since is not None else 0.0
 
     def _drop(self, key: str) -> None:
+        self.answers.forget(key)
         self.queue.forget(key)
         self._let_go(key)
 
@@ -496,12 +511,13 @@ class Manager:
         else:
             self.queue.forget(key)
 
-    def _commit(self, obj: dict, step: rec.Step, recompute_status):
+    def _commit(self, obj: dict, step: rec.Step):
         """Finalizer, then status, then Events; returns the latest object (None when gone).
 
-        ``recompute_status(fresh)`` gives the status to write after a conflict; with None a
-        conflict raises ``kube.Conflict`` (a plan is never re-applied to an object it was not
-        made from)."""
+        The status is written with the resourceVersion of the snapshot ``step`` was decided
+        from: a conflict raises ``kube.Conflict`` (a status is never re-applied to an object it
+        was not decided from; the caller requeues). The finalizer patches re-read on a conflict:
+        adding or removing our own finalizer means the same on any version."""
         if step.add_finalizer:
             obj = self.kube.set_finalizer(obj, True)
             if obj is None:
@@ -511,15 +527,7 @@ class Manager:
                 os._exit(137)
             self.informer.store(obj)
         if step.status is not None:
-            first = [True]
-
-            def compute(current):
-                if first[0]:
-                    first[0] = False
-                    return step.status
-                return recompute_status(current)
-
-            written = self.kube.write_status(obj, compute, retry=recompute_status is not None)
+            written = self.kube.write_status(obj, lambda _current: step.status, retry=False)
             if written is not None:
                 obj = written
                 self.informer.store(obj)

@@ -171,16 +171,27 @@ class Member:
         )
 
 
-def owner_uid(obj: dict) -> str:
-    """The UID of the ProxyPool that controls ``obj`` (its controller ownerReference), or ''."""
+def _controller_ref(obj: dict) -> dict:
+    """The ownerReference by which a ProxyPool controls ``obj``, or {}."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if (
             ref.get("controller")
             and ref.get("kind") == POOL_KIND
             and ref.get("apiVersion", "").startswith(api.GROUP + "/")
         ):
-            return ref.get("uid") or ""
-    return ""
+            return ref
+    return {}
+
+
+def owner_uid(obj: dict) -> str:
+    """The UID of the ProxyPool that controls ``obj`` (its controller ownerReference), or ''."""
+    return _controller_ref(obj).get("uid") or ""
+
+
+def owner_key(obj: dict) -> str:
+    """``namespace/name`` of the ProxyPool that controls ``obj`` (its queue key), or ''."""
+    name = _controller_ref(obj).get("name")
+    return "%s/%s" % ((obj.get("metadata") or {}).get("namespace", ""), name) if name else ""
 
 
 def owner_reference(pool: Pool) -> dict:

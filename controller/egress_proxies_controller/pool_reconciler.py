@@ -1,14 +1,19 @@
 """The ProxyPool reconciler: keeps a pool's member Proxies as a ReplicaSet keeps its Pods.
 
-Level-triggered: every ``interval`` (1 s) each cached pool is compared with its members (the
-Proxy informer's cache, which follows their status) and the difference is acted on: members are
-created with generated names, the pool label, their target and revision labels and a controller
-ownerReference to the pool; members are deleted (UID precondition) when scaled down, rotated or
-rolled; the Ready ones are published (pool_publish); the status and Events are written. The
-existing Proxy reconciler does all instance work: a member is an ordinary Proxy.
+Driven by events, on a queue of its own (``due``): a pool is reconciled when it changes (its
+informer), when one of its members changes (the Proxy informer's watchers: ``pool_members``
+keeps each pool's members, status included), when the providers file's names change (every
+pool), and at the times a pool must act with no event (``_next_check``: a member reaching
+maxAge, a skipped target's retry, the auth Secret re-read, a ``resync`` safety net). A round
+(every ``interval``, 1 s) takes the pools due and compares each with its members only; with
+nothing changed it reads nothing. Members are created with generated names, the pool label,
+their target and revision labels and a controller ownerReference to the pool; members are
+deleted (UID precondition) when scaled down, rotated or rolled; the Ready ones are published
+(pool_publish); the status and Events are written. The existing Proxy reconciler does all
+instance work: a member is an ordinary Proxy.
 
 A member created or deleted is put into the Proxy informer's cache at once (and queued for the
-Proxy reconciler), so the next tick counts it even before its watch event arrives: no double
+Proxy reconciler), so the next round counts it even before its watch event arrives: no double
 creates. A target is skipped while its provider is not in the providers file, or for
 ``target_retry`` seconds after one of its current members latched PermanentError or
 QuotaExceeded (it keeps every member that has not failed, Ready or still Provisioning, and only
@@ -31,8 +36,9 @@ from . import (  # pylint: disable=unused-import
 )
 from .informer import Informer, key_of
 from .loops import PeriodicLoop
-from .pool_auth import PoolAuth
+from .pool_auth import PoolAuth, source_name
 from .pool_kube import PoolKube
+from .pool_members import MemberIndex
 from .pool_model import (
     POOL_FINALIZER,
     POOL_KIND,
@@ -46,6 +52,7 @@ from .pool_model import (
     parse_time,
 )
 from .pool_publish import Publisher
+from .workqueue import WorkQueue
 
 # isort: split
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_split
@@ -71,6 +78,8 @@ class PoolController(PeriodicLoop):
         namespace: str | None,
         *,
         interval: float = 1.0,
+        resync: float = 30.0,
+        auth_recheck: float = 5.0,
         target_retry: float = 300.0,
         may_act=lambda: True,
         clock=time.time,
@@ -82,15 +91,21 @@ class PoolController(PeriodicLoop):
         self.queue = queue
         self.configured = configured  # () -> the providers file's names in use (None: none yet)
         self.metrics = metrics  # PoolMetrics
+        self.resync = resync
+        self.auth_recheck = auth_recheck
         self.target_retry = target_retry
         self.may_act = may_act
         self.clock = clock
-        self.informer = Informer(kube, namespace, lambda _key: None, lister=self.pools.list_pools)
+        self.due = WorkQueue(base_delay=1.0, max_delay=60.0)  # pool keys, fed by events
+        self.members = MemberIndex()
+        proxy_informer.watchers.append(self._member_changed)
+        self.informer = Informer(kube, namespace, self.due.add, lister=self.pools.list_pools)
         self.publisher = Publisher(self.pools)
         self.auth = PoolAuth(self.pools)
         self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
         self._problems = {}  # pool uid -> the publication problems last reported
         self._seen = {}  # pool key -> (uid, target names), to drop the metrics of a pool gone
+        self._names = None  # the providers file's names the pools were last reconciled with
 
     def start(self):
         import threading
@@ -100,40 +115,86 @@ class PoolController(PeriodicLoop):
 
     def stop(self, timeout: float = 30.0) -> None:
         self.informer.stop()
+        self.due.shutdown()
         super().stop(timeout)
 
+    def _member_changed(self, key: str, old: dict | None, new: dict | None) -> None:
+        for pool_key in self.members.changed(key, old, new):
+            self.due.add(pool_key)
+
+    def resync_all(self) -> None:
+        """Every cached pool due now (the providers file changed: every target may have)."""
+        for key in self.informer.cache_keys():
+            self.due.add(key)
+
     def round(self) -> None:
+        """Reconcile the pools that are due: changed (the pool, a member), or at a time one of
+        them must act on (``_next_check``). Nothing changed, nothing is read."""
         if not (self.informer.synced.is_set() and self.proxies.synced.is_set()) or not self.may_act():
             return
-        owned = {}
-        for key in self.proxies.cache_keys():
-            obj = self.proxies.get(key)
-            uid = owner_uid(obj or {})
-            if uid:
-                owned.setdefault(uid, []).append(obj)
-        keys = set(self.informer.cache_keys())
+        configured = self.configured()
+        names = None if configured is None else frozenset(configured)
+        if names != self._names:
+            self._names = names
+            self.resync_all()
+        keys = self.due.pop_due(10**6, 0.0)
         self._touched = []
         try:
             for key in keys:
-                obj = self.informer.get(key)
-                if obj is None:
-                    continue
-                try:
-                    self.reconcile(obj, owned.get(obj["metadata"]["uid"], []))
-                except Exception:
-                    log.exception("pool %s: reconcile failed", key)
+                self._one(key)
         finally:
             # The members made or deleted this tick go to the Proxy reconciler together, so
             # one tick's creates of a provider are one run (not one run each).
             for key in self._touched:
                 self.queue.add(key)
-        for key in set(self._seen) - keys:
-            uid, targets = self._seen.pop(key)
-            namespace, name = key.split("/", 1)
-            self.metrics.forget(namespace, name, targets)
-            self.publisher.forget(uid)
-            self.auth.forget(uid)
-            self._problems.pop(uid, None)
+
+    def _one(self, key: str) -> None:
+        obj = self.informer.get(key)
+        if obj is None:
+            self.due.forget(key)
+            self.due.done(key)
+            self._gone(key)
+            return
+        uid = obj["metadata"]["uid"]
+        member_objs = [o for o in map(self.proxies.get, self.members.of(key)) if o and owner_uid(o) == uid]
+        try:
+            self.reconcile(obj, member_objs)
+        except Exception:
+            log.exception("pool %s: reconcile failed", key)
+            self.due.done(key)
+            self.due.add_rate_limited(key)
+            return
+        self.due.forget(key)
+        self.due.done(key)
+        self.due.add_after(key, self._next_check(self.informer.get(key) or obj, member_objs))
+
+    def _next_check(self, obj: dict, member_objs: list) -> float:
+        """Seconds until the pool must be looked at with no event: the oldest member reaching
+        maxAge, a skipped target's retry, ``auth_recheck`` with template.auth (Secrets are not
+        watched: that would take reading every Secret), or ``resync`` (a safety net for what no
+        watch tells, such as a published object removed)."""
+        pool, now = Pool.from_object(obj), self.clock()
+        waits = [self.resync]
+        if source_name(pool):
+            waits.append(self.auth_recheck)
+        if pool.max_age:
+            waits += [Member.from_object(o).created + pool.max_age - now for o in member_objs]
+        for target in pool.status.get("targets") or []:
+            since = target.get("degradedSince")
+            if since and str(target.get("degraded") or "").startswith("member "):
+                waits.append(parse_time(since) + self.target_retry - now)
+        return min(max(0.5, w) for w in waits)
+
+    def _gone(self, key: str) -> None:
+        """A pool no longer cached: its metrics, publication and auth memory go."""
+        if key not in self._seen:
+            return
+        uid, targets = self._seen.pop(key)
+        namespace, name = key.split("/", 1)
+        self.metrics.forget(namespace, name, targets)
+        self.publisher.forget(uid)
+        self.auth.forget(uid)
+        self._problems.pop(uid, None)
 
     # -- one pool ------------------------------------------------------------------------
 

@@ -15,11 +15,13 @@ import threading
 from . import shards as shards_mod
 
 
-class Sharding:
-    def __init__(self, count: int, informer, queue):
-        self.count, self.informer, self.queue = count, informer, queue
-        self.coordinator = None  # shard_leases.ShardCoordinator, set once built
-        self.manager = None
+class ShardKeys:
+    """Which shard each key is in, and whether a shard may be given up: needs neither the
+    coordinator nor the manager (``held`` is shared with the manager), so the coordinator can
+    be built with its callbacks."""
+
+    def __init__(self, count: int, informer, queue, held):
+        self.count, self.informer, self.queue, self.held = count, informer, queue, held
         self._key_shard = {}  # key -> shard of the uid last seen for it (a re-created Proxy moves)
         self._claimed = {}  # shard -> GC sweeps using it
         self._lock = threading.Lock()
@@ -34,33 +36,55 @@ class Sharding:
             self._key_shard[key] = shard
         return shard
 
-    def owns(self, key: str) -> bool:
-        shard = self.shard_of_key(key)
-        return shard is not None and self.coordinator.dispatching(shard)
-
     def busy(self, shard: int) -> bool:
         with self._lock:
             if self._claimed.get(shard):
                 return True
             known = dict(self._key_shard)
         # A held key whose shard is unknown might be this one's: wait for it too.
-        return self.manager is not None and self.manager.holds_any(lambda k: known.get(k, shard) == shard)
+        return self.held.any(lambda k: known.get(k, shard) == shard)
 
     def acquired(self, shard: int) -> None:
         for key in self.informer.cache_keys():
             if self.shard_of_key(key) == shard:
                 self.queue.add(key)
 
+    def claim(self, owned_now) -> set:
+        """``owned_now()``'s shards, claimed in the same breath (no hand-over in between)."""
+        with self._lock:
+            owned = owned_now()
+            for shard in owned:
+                self._claimed[shard] = self._claimed.get(shard, 0) + 1
+        return owned
+
+    def release(self, owned) -> None:
+        with self._lock:
+            for shard in owned:
+                self._claimed[shard] -= 1
+
+
+class Sharding:
+    """``owns`` and ``claim`` over the keys' shards and the coordinator's leases."""
+
+    def __init__(self, keys: ShardKeys, coordinator):
+        self.keys, self.coordinator = keys, coordinator
+        self.count = keys.count
+
+    def owns(self, key: str) -> bool:
+        shard = self.keys.shard_of_key(key)
+        return shard is not None and self.coordinator.dispatching(shard)
+
+    def busy(self, shard: int) -> bool:
+        return self.keys.busy(shard)
+
+    def acquired(self, shard: int) -> None:
+        self.keys.acquired(shard)
+
     @contextlib.contextmanager
     def claim(self):
         """The shards held now, kept from being given up until the block ends."""
-        with self._lock:
-            owned = self.coordinator.owned()
-            for shard in owned:
-                self._claimed[shard] = self._claimed.get(shard, 0) + 1
+        owned = self.keys.claim(self.coordinator.owned)
         try:
             yield owned
         finally:
-            with self._lock:
-                for shard in owned:
-                    self._claimed[shard] -= 1
+            self.keys.release(owned)

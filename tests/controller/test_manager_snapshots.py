@@ -302,3 +302,52 @@ def test_creates_ask_for_an_owner_reference_to_their_proxy(providers_file):
     tick(m)
     assert seen["owner_reference"] is True
     assert (seen["namespace"], seen["proxy_name"]) == tuple(KEY.split("/"))
+
+
+def test_a_conflict_on_the_answers_write_files_it_for_the_next_reconcile(providers_file):
+    """Issue 30: the create's answer meets a newer object (409): it is not re-applied to a
+    fresh copy in the same breath; the key is requeued and its next reconcile applies the filed
+    answer to the object it reads, with no second call to the provider."""
+    kube = FakeKube()
+    kube.put(proxy_object())
+    informer = StaleInformer(kube, {})
+
+    def edited_meanwhile():
+        informer.stale[KEY] = kube.get(KEY)  # what the answer is applied to: the object before ...
+        obj = kube.get(KEY)
+        kube.put(dict(obj, metadata=dict(obj["metadata"], annotations={"note": "edited"})))  # ... this
+
+    executor = FakeExecutor(running, during=edited_meanwhile)
+    m = manager(kube, executor, providers_file, informer)
+    tick(m)
+    assert not (kube.get(KEY).get("status") or {}).get("providerID")  # the write met the edit
+    assert len(m.answers) == 1
+    executor.during = None
+    assert tick(m) == [KEY]  # requeued at once
+    status = kube.get(KEY)["status"]
+    assert status["providerID"] == "local/" + name_from_uid("uid-1") and status["state"] == "Running"
+    assert [list(call) for call in executor.calls] == [[KEY]]  # one create, no call to record it
+    assert len(m.answers) == 0
+
+
+def test_an_answer_filed_for_an_object_recreated_under_its_name_is_dropped(providers_file):
+    kube = FakeKube()
+    kube.put(proxy_object())
+    informer = StaleInformer(kube, {})
+
+    def edited_then_recreated():
+        informer.stale[KEY] = kube.get(KEY)
+        obj = kube.get(KEY)
+        kube.put(dict(obj, metadata=dict(obj["metadata"], annotations={"note": "edited"})))
+
+    executor = FakeExecutor(running, during=edited_then_recreated)
+    m = manager(kube, executor, providers_file, informer)
+    tick(m)
+    del kube.objects[KEY]
+    kube.put(proxy_object(uid="uid-2"))
+    executor.during = None
+    tick(m)
+    recorded = (kube.get(KEY).get("status") or {}).get("providerID")
+    assert recorded != "local/" + name_from_uid("uid-1")  # never the old object's instance
+    nxt = executor.calls[-1][KEY]
+    assert (nxt.op, nxt.uid) == ("create", "uid-2")  # planned afresh for the new object

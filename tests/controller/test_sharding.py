@@ -8,11 +8,12 @@ import os
 import threading
 
 from egress_proxies_controller import shards
+from egress_proxies_controller.held_keys import HeldKeys
 from egress_proxies_controller.manager import Manager
 from egress_proxies_controller.orphan_gc import OrphanGC
 from egress_proxies_controller.providers_config import ProvidersConfig
 from egress_proxies_controller.reconciler import Settings
-from egress_proxies_controller.sharding import Sharding
+from egress_proxies_controller.sharding import Sharding, ShardKeys
 from egress_proxies_controller.workqueue import WorkQueue
 
 from .fake_cluster import FakeInformer, FakeKube, proxy_object
@@ -67,11 +68,12 @@ def setup(tmp_path, held):
     config = ProvidersConfig(str(path), os.path.join(tmp_path, "private"), lambda _p, _n: [])
     informer = Informer(kube)
     queue = WorkQueue(0.01, 0.02)
-    sharding = Sharding(COUNT, informer, queue)
-    sharding.coordinator = Coordinator(held)
+    keys = HeldKeys()
+    sharding = Sharding(ShardKeys(COUNT, informer, queue, keys), Coordinator(held))
     executor = RecordingExecutor()
-    manager = Manager(kube, informer, queue, executor, Settings(), config, tick=0.05, owns=sharding.owns)
-    sharding.manager = manager
+    manager = Manager(
+        kube, informer, queue, executor, Settings(), config, tick=0.05, owns=sharding.owns, held=keys
+    )
     return kube, informer, queue, sharding, executor, manager
 
 

@@ -1,0 +1,263 @@
+"""Benchmark: what the ProxyPool loop costs while nothing changes, event-driven against a scan.
+
+Issue 30: the pool loop of 81faa79 (``--base``) ran every second over every cached Proxy (to
+find each pool's members) and every pool, whatever had changed; this tree's loop reconciles a
+pool only when it or a member changed, or at a time it must act (``_next_check``). Both are the
+shipped ``PoolController`` code: the base's ``pool_reconciler.py`` is loaded from git beside this
+tree's, over the same package. Each is given ``--pools`` pools of ``--members`` Ready members in
+real ``Informer`` caches (no API server: the pool's API calls go to an in-memory store that
+counts them), settled, then driven for ``--seconds`` rounds, one per simulated second (the
+queue's and the publisher's clocks move one second a round; nothing sleeps).
+
+Printed for each: the loop's CPU per simulated second (``time.process_time``, which is what it
+takes from the controller's cores), pools reconciled, Proxy cache reads and API calls over the
+hold, and the ratios. The loop's CPU is then put against the controller's steady CPU holding
+10,000 Proxies measured on kwok (docs/performance.md) to say what share of it the pool loop is.
+
+Usage: .venv/bin/python bench/pool_steady.py [--pools 100] [--members 100] [--seconds 120]
+       [--base 81faa79]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "controller")]
+
+from egress_proxies_controller import informer as informer_mod  # noqa: E402
+from egress_proxies_controller import pool_reconciler  # noqa: E402
+from egress_proxies_controller.pool_metrics import PoolMetrics  # noqa: E402
+from egress_proxies_controller.pool_model import POOL_FINALIZER  # noqa: E402
+from egress_proxies_controller.pool_publish import Publisher  # noqa: E402
+from egress_proxies_controller.workqueue import WorkQueue  # noqa: E402
+from kubernetes import client as k8s  # noqa: E402
+from prometheus_client import CollectorRegistry  # noqa: E402
+
+PROVIDER = "kube"
+
+
+class Clock:
+    def __init__(self, start: float):
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class MemoryPoolKube:
+    """The pool's API calls against dicts, counted."""
+
+    def __init__(self):
+        self.calls = 0
+        self.published = {}
+        self.names = itertools.count()
+
+    def set_finalizer(self, obj, present):
+        self.calls += 1
+        fins = [POOL_FINALIZER] if present else []
+        return dict(obj, metadata=dict(obj["metadata"], finalizers=fins))
+
+    def write_status(self, obj, status):
+        self.calls += 1
+        return dict(obj, status=status)
+
+    def create_proxy(self, namespace, body):
+        self.calls += 1
+        n = next(self.names)
+        meta = dict(body["metadata"], name="%s%05d" % (body["metadata"]["generateName"], n))
+        meta.update(uid="m-%d" % n, resourceVersion="1", creationTimestamp="2026-12-01T10:00:00Z")
+        return dict(body, metadata=meta)
+
+    def delete_proxy(self, namespace, name, uid):
+        self.calls += 1
+        return None
+
+    def read(self, kind, namespace, name):
+        self.calls += 1
+        return self.published.get((kind, namespace, name))
+
+    def create(self, kind, namespace, body):
+        self.calls += 1
+        stored = dict(body, metadata=dict(body["metadata"], resourceVersion="1"))
+        self.published[(kind, namespace, body["metadata"]["name"])] = stored
+
+    def replace(self, kind, namespace, body):
+        self.create(kind, namespace, body)
+
+    def auth_credentials(self, namespace, name):
+        self.calls += 1
+        raise LookupError("no auth in this bench")
+
+
+def load_base(rev: str) -> types.ModuleType:
+    """``pool_reconciler.py`` as of ``rev``, as a module of this tree's package."""
+    text = subprocess.run(
+        ["git", "-C", ROOT, "show", "%s:controller/egress_proxies_controller/pool_reconciler.py" % rev],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = os.path.join(tempfile.mkdtemp(prefix="pool-steady-"), "pool_reconciler_base.py")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    name = "egress_proxies_controller.pool_reconciler_base"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def pool_object(i: int, members: int) -> dict:
+    return {
+        "apiVersion": "crawl.example.com/v1alpha1",
+        "kind": "ProxyPool",
+        "metadata": {
+            "name": "pool-%03d" % i,
+            "namespace": "ns-%d" % (i % 10),
+            "uid": "pool-uid-%d" % i,
+            "generation": 1,
+            "resourceVersion": "1",
+        },
+        "spec": {
+            "replicas": members,
+            "template": {"port": 3128},
+            "spread": [{"name": "main", "provider": PROVIDER}],
+        },
+    }
+
+
+def controller(module, clock: Clock):
+    proxies = informer_mod.Informer(None, None, lambda _key: None, lister=lambda *a, **kw: None)
+    proxies.synced.set()
+    kube = types.SimpleNamespace(
+        custom=None, core=None, api_client=k8s.ApiClient(), timeout=10, event=lambda *a, **kw: None
+    )
+    ctl = module.PoolController(
+        kube,
+        proxies,
+        types.SimpleNamespace(add=lambda _key: None),
+        lambda: [PROVIDER],
+        PoolMetrics(CollectorRegistry()),
+        None,
+        interval=0,
+    )
+    ctl.pools = MemoryPoolKube()
+    ctl.publisher = Publisher(ctl.pools, clock=clock)
+    ctl.auth.kube = ctl.pools
+    ctl.informer.synced.set()
+    if hasattr(ctl, "due"):  # the event-driven loop: its queue on the simulated clock
+        ctl.due = WorkQueue(base_delay=1.0, max_delay=60.0, clock=clock)
+        ctl.informer.on_change = ctl.due.add
+    return ctl, proxies
+
+
+def settle(ctl, proxies, pools: int, members: int) -> None:
+    """Pools stored, members made and turned Ready until a round writes nothing."""
+    for i in range(pools):
+        obj = pool_object(i, members)
+        ctl.informer.store(obj)
+        ctl.informer.on_change(informer_mod.key_of(obj))
+    made = set()
+    for _round in range(50):
+        before = ctl.pools.calls
+        ctl.round()
+        for key in proxies.cache_keys():
+            obj = proxies.get(key)
+            if key in made or obj is None:
+                continue
+            made.add(key)
+            ready = {"type": "Ready", "status": "True", "reason": "Running", "message": ""}
+            status = {"state": "Running", "ip": "10.0.%d.%d" % (len(made) // 250, len(made) % 250)}
+            status.update(provider=PROVIDER, conditions=[ready])
+            meta = dict(obj["metadata"], resourceVersion="2")
+            proxies.store(dict(obj, metadata=meta, status=status))
+        if ctl.pools.calls == before and len(made) == pools * members:
+            return
+    raise SystemExit("the pools did not settle")
+
+
+def hold(ctl, proxies, clock: Clock, seconds: int) -> dict:
+    reads = [0]
+    get = proxies.get
+
+    def counted(key):
+        reads[0] += 1
+        return get(key)
+
+    proxies.get = counted
+    reconciled = [0]
+    reconcile = ctl.reconcile
+
+    def counted_reconcile(obj, member_objs):
+        reconciled[0] += 1
+        return reconcile(obj, member_objs)
+
+    ctl.reconcile = counted_reconcile
+    calls = ctl.pools.calls
+    cpu = time.process_time()
+    for _second in range(seconds):
+        clock.now += 1.0
+        ctl.round()
+    cpu = time.process_time() - cpu
+    return {
+        "cpu_ms_per_s": 1000.0 * cpu / seconds,
+        "reconciles": reconciled[0],
+        "cache_reads": reads[0],
+        "api_calls": ctl.pools.calls - calls,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pools", type=int, default=100)
+    parser.add_argument("--members", type=int, default=100)
+    parser.add_argument("--seconds", type=int, default=120)
+    parser.add_argument("--base", default="81faa79", help="the commit whose scanning loop is compared")
+    args = parser.parse_args()
+    results = {}
+    for label, module in (
+        ("scan (%s)" % args.base, load_base(args.base)),
+        ("events (this tree)", pool_reconciler),
+    ):
+        clock = Clock(1000.0)
+        ctl, proxies = controller(module, clock)
+        started = time.monotonic()
+        settle(ctl, proxies, args.pools, args.members)
+        print(
+            "%-20s settled %d pools, %d Proxies in %.1f s"
+            % (label, args.pools, len(proxies.cache_keys()), time.monotonic() - started),
+            flush=True,
+        )
+        results[label] = hold(ctl, proxies, clock, args.seconds)
+    print("\nover %d simulated seconds, nothing changing:" % args.seconds)
+    print("%-20s %14s %11s %12s %10s" % ("loop", "CPU ms per s", "reconciles", "cache reads", "API calls"))
+    for label, r in results.items():
+        print(
+            "%-20s %14.2f %11d %12d %10d"
+            % (label, r["cpu_ms_per_s"], r["reconciles"], r["cache_reads"], r["api_calls"])
+        )
+    scan, events = results.values()
+    print(
+        "\nscan / events: CPU %.1fx, reconciles %.1fx, cache reads %s"
+        % (
+            scan["cpu_ms_per_s"] / max(events["cpu_ms_per_s"], 1e-9),
+            scan["reconciles"] / max(events["reconciles"], 1),
+            "%.0fx" % (scan["cache_reads"] / events["cache_reads"])
+            if events["cache_reads"]
+            else "(none with events)",
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""In-memory fakes of the pool reconciler's surroundings (the informers, the pool's API calls,
+the publisher) and a PoolController wired to them, for the decision and event tests."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+
+from egress_proxies_controller import pool_reconciler
+from egress_proxies_controller.pool_members import MemberIndex
+from egress_proxies_controller.pool_model import POOL_FINALIZER
+from egress_proxies_controller.workqueue import WorkQueue
+
+UID = "pool-uid"
+
+
+class FakeInformer:
+    """The informer's cache and its notifications: ``store`` tells the watchers (the Proxy
+    informer's, as every change does) and ``on_change`` (the pool informer's, as its watch does)."""
+
+    def __init__(self):
+        self.cache = {}
+        self.synced = type("S", (), {"is_set": lambda _s: True})()
+        self.watchers = []
+        self.on_change = lambda _key: None
+
+    def get(self, key):
+        return self.cache.get(key)
+
+    def cache_keys(self):
+        return list(self.cache)
+
+    def store(self, obj):
+        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        old, self.cache[key] = self.cache.get(key), obj
+        for watcher in self.watchers:
+            watcher(key, old, obj)
+        self.on_change(key)
+
+
+class FakePoolKube:
+    def __init__(self, proxies: FakeInformer):
+        self.proxies, self.created, self.deleted = proxies, [], []
+        self.names = itertools.count()
+        self.secrets = {}  # name -> Secret dict (the user's, as credentials; the pool's copies, whole)
+        self.secrets_deleted = []
+
+    def auth_credentials(self, _namespace, name):
+        secret = self.secrets.get(name)
+        if secret is None:
+            raise LookupError("auth Secret ns/%s: Not Found" % name)
+        if "data" in secret:
+            return tuple(base64.b64decode(secret["data"][k]).decode() for k in ("username", "password"))
+        return secret["credentials"]
+
+    def read(self, kind, _namespace, name):
+        assert kind == "Secret"
+        return self.secrets.get(name)
+
+    def create(self, kind, _namespace, body):
+        assert kind == "Secret" and body["metadata"]["name"] not in self.secrets
+        self.secrets[body["metadata"]["name"]] = dict(body, metadata=dict(body["metadata"], uid="s-1"))
+
+    def delete_secret(self, _namespace, name, uid):
+        assert self.secrets[name]["metadata"]["uid"] == uid
+        del self.secrets[name]
+        self.secrets_deleted.append(name)
+
+    def set_finalizer(self, obj, present):
+        fin = [POOL_FINALIZER] if present else []
+        return dict(obj, metadata=dict(obj["metadata"], finalizers=fin))
+
+    def write_status(self, obj, status):
+        return dict(obj, status=status)
+
+    def create_proxy(self, namespace, body):
+        meta = dict(body["metadata"], name="%s%d" % (body["metadata"]["generateName"], next(self.names)))
+        meta.update(uid="m-%s" % meta["name"], creationTimestamp="2026-12-01T10:00:00Z")
+        made = dict(body, metadata=meta)
+        self.created.append(made)
+        return made
+
+    def delete_proxy(self, namespace, name, uid):
+        self.deleted.append(name)
+        obj = self.proxies.get("%s/%s" % (namespace, name))
+        return dict(
+            obj, metadata=dict(obj["metadata"], deletionTimestamp="2026-12-01T10:01:00Z", finalizers=["f"])
+        )
+
+
+class FakePublisher:
+    def __init__(self):
+        self.urls = []  # (member, credentials) of the last publish
+
+    def publish(self, pool, members, now, credentials=None):
+        self.urls = [(m.name, credentials(m) if credentials else None) for m in members if m.ready]
+        return []
+
+    def forget(self, uid):
+        pass
+
+
+class Clock:
+    """The pool queue's monotonic clock, moved by the tests."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def controller(configured=("local", "second")):
+    proxies, queue = FakeInformer(), []
+    ctl = pool_reconciler.PoolController.__new__(pool_reconciler.PoolController)
+    ctl.proxies, ctl.queue = proxies, type("Q", (), {"add": lambda _s, k: queue.append(k)})()
+    ctl.pools = FakePoolKube(proxies)
+    ctl.queue_clock = Clock()
+    ctl.due = WorkQueue(base_delay=1.0, max_delay=60.0, clock=ctl.queue_clock)
+    ctl.members = MemberIndex()
+    proxies.watchers.append(ctl._member_changed)
+    ctl.informer = FakeInformer()
+    ctl.informer.on_change = ctl.due.add
+    ctl.resync, ctl.auth_recheck, ctl._names = 30.0, 5.0, None
+    ctl.publisher = FakePublisher()
+    ctl.auth = pool_reconciler.PoolAuth(ctl.pools)
+    ctl.configured = lambda: list(configured)
+    ctl.kube = type("K", (), {"event": lambda _s, *a, **kw: ctl.events.append(a[2])})()
+    from egress_proxies_controller.pool_metrics import PoolMetrics
+    from prometheus_client import CollectorRegistry
+
+    ctl.metrics, ctl.target_retry, ctl.may_act = PoolMetrics(CollectorRegistry()), 300.0, lambda: True
+    ctl.clock = lambda: 1_764_583_300.0  # 2026-12-01T10:01:40Z
+    ctl._touched, ctl._problems, ctl._seen, ctl.events = [], {}, {}, []
+    return ctl, queue
+
+
+def tick(ctl) -> None:
+    """One round after every pool's resync: the decision tests below change things no watch
+    reports (a Secret's content, the cache itself), as a pool met at its resync would see them.
+    test_pool_events.py tests what brings a pool round without this."""
+    ctl.queue_clock.now += ctl.resync
+    ctl.round()
+
+
+def pool_obj(replicas=3, **meta) -> dict:
+    return {
+        "apiVersion": "crawl.example.com/v1alpha1",
+        "kind": "ProxyPool",
+        "metadata": {
+            "name": "web",
+            "namespace": "ns",
+            "uid": UID,
+            "generation": 1,
+            "resourceVersion": "1",
+            **meta,
+        },
+        "spec": {
+            "replicas": replicas,
+            "template": {"port": 3128},
+            "spread": [
+                {"name": "main", "provider": "local", "weight": 2},
+                {"name": "side", "provider": "second", "weight": 1},
+            ],
+            "strategy": {"maxSurge": 1, "maxUnavailable": 1},
+        },
+    }
+
+
+def make_ready(ctl, names=None) -> None:
+    for made in ctl.pools.created:
+        if names is None or made["metadata"]["name"] in names:
+            made["status"] = {
+                "ip": "10.0.0.%d" % len(made["metadata"]["name"]),
+                "provider": made["spec"]["provider"],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+            ctl.proxies.store(made)
