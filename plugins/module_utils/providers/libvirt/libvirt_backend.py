@@ -107,7 +107,17 @@ class LibvirtConnection:
             return False
 
     def _domain(self, name):
-        return self._conn.lookupByName(name)
+        try:
+            return self._conn.lookupByName(name)
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code():
+                raise
+            # libvirt answered failure without saying why (no error set: seen once in CI, a
+            # lookup over ssh during a create); a lookup only reads, so it is asked once more
+            # before the failure is reported (a described error, "no such domain" included,
+            # is reported at once)
+            log.debug("lookup of domain %s failed without an error; asking once more", name)
+            return self._conn.lookupByName(name)
 
     def _pool(self, pool):
         return self._conn.storagePoolLookupByName(pool)

@@ -1,0 +1,61 @@
+"""A domain lookup that libvirt fails without describing why (no error set: the generic
+"virDomainLookupByName() failed", seen once in CI during a create over ssh) is asked once more;
+a described failure ("no such domain") is reported at once, unasked again."""
+
+from __future__ import annotations
+
+import libvirt
+import pytest
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
+    backend,
+    libvirt_backend,
+)
+
+
+class Domain:
+    def state(self, _flags):
+        return [1, 1]
+
+
+class Conn:
+    """Fails the first ``failures`` lookups with ``error``, then finds the domain."""
+
+    def __init__(self, failures: int, error):
+        self.failures, self.error, self.lookups = failures, error, 0
+
+    def lookupByName(self, _name):  # noqa: N802 (libvirt's name)
+        self.lookups += 1
+        if self.lookups <= self.failures:
+            raise self.error()
+        return Domain()
+
+
+def undescribed():
+    return libvirt.libvirtError("virDomainLookupByName() failed")  # no error set in this thread
+
+
+def no_such_domain():
+    exc = libvirt.libvirtError("Domain not found")
+    exc.err = (backend.ERR_NO_DOMAIN, 10, "Domain not found", 2, None, None, None, 0, 0)
+    return exc
+
+
+def test_an_undescribed_lookup_failure_is_asked_once_more():
+    conn = Conn(1, undescribed)
+    assert libvirt_backend.LibvirtConnection(conn).domain_state("proxy-a") == 1
+    assert conn.lookups == 2
+
+
+def test_two_undescribed_failures_are_reported():
+    conn = Conn(2, undescribed)
+    with pytest.raises(backend.LibvirtCallError):
+        libvirt_backend.LibvirtConnection(conn).domain_state("proxy-a")
+    assert conn.lookups == 2
+
+
+def test_no_such_domain_is_reported_at_once():
+    conn = Conn(1, no_such_domain)
+    with pytest.raises(backend.LibvirtCallError) as caught:
+        libvirt_backend.LibvirtConnection(conn).domain_state("proxy-a")
+    assert caught.value.code == backend.ERR_NO_DOMAIN and conn.lookups == 1
