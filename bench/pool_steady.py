@@ -218,7 +218,7 @@ def hold(ctl, proxies, clock: Clock, seconds: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--pools", type=int, default=100)
     parser.add_argument("--members", type=int, default=100)
     parser.add_argument("--seconds", type=int, default=120)
@@ -246,7 +246,7 @@ def main() -> None:
             "%-20s %14.2f %11d %12d %10d"
             % (label, r["cpu_ms_per_s"], r["reconciles"], r["cache_reads"], r["api_calls"])
         )
-    scan, events = results.values()
+    scan, events = list(results.values())
     print(
         "\nscan / events: CPU %.1fx, reconciles %.1fx, cache reads %s"
         % (

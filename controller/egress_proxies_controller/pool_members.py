@@ -32,7 +32,7 @@ class MemberIndex:
                         del self._members[before]
             if after:
                 self._members.setdefault(after, set()).add(key)
-        return [p for p in {before, after} if p]
+        return [p for p in dict.fromkeys((before, after)) if p]
 
     def of(self, pool_key: str) -> list:
         """The keys of the Proxies controlled by the pool under ``pool_key``."""
