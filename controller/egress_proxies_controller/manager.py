@@ -183,10 +183,6 @@ class Manager:
         owned = {k: self.owns(k) for k in keys}
         return [k for k in keys if owned[k]], [k for k in keys if not owned[k]]
 
-    def holds_any(self, predicate) -> bool:
-        """Whether a batch or run holds a key for which ``predicate(key)`` is true."""
-        return self.held.any(predicate)
-
     def healthy(self, within: float) -> bool:
         """Liveness: the loop went round within the last ``within`` seconds (a stuck loop is not
         alive, whatever the HTTP server says)."""

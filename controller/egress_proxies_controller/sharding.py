@@ -1,10 +1,11 @@
 """The glue between the shard Leases and the rest of the controller (``--shards N``, N > 1).
 
 ``owns(key)``: the manager and the probe engine dispatch a key only while its Proxy's shard is
-held here and not being given up. ``busy(shard)``: the coordinator gives a shard up only once no
-batch or run of the manager holds one of its keys and no GC sweep claimed it. ``claim()``: the GC
-loop's shards, held for the length of its sweep. ``acquired(shard)``: every cached key of a shard
-just taken is queued (the keys were dropped while another replica owned them).
+held here and not being given up. ``ShardKeys.busy(shard)``: the coordinator gives a shard up
+only once no batch or run of the manager holds one of its keys and no GC sweep claimed it.
+``claim()``: the GC loop's shards, held for the length of its sweep. ``ShardKeys.acquired(shard)``:
+every cached key of a shard just taken is queued (the keys were dropped while another replica
+owned them).
 """
 
 from __future__ import annotations
@@ -73,12 +74,6 @@ class Sharding:
     def owns(self, key: str) -> bool:
         shard = self.keys.shard_of_key(key)
         return shard is not None and self.coordinator.dispatching(shard)
-
-    def busy(self, shard: int) -> bool:
-        return self.keys.busy(shard)
-
-    def acquired(self, shard: int) -> None:
-        self.keys.acquired(shard)
 
     @contextlib.contextmanager
     def claim(self):

@@ -78,7 +78,7 @@ def test_keys_that_find_the_provider_busy_go_together_in_the_run_its_freed_slot_
     assert m.drain(10)
     assert executor.calls[1] == ["ns/p%d" % i for i in range(1, 6)]  # one run, no queue round trip
     assert all(kube.get("ns/p%d" % i)["status"]["providerID"] for i in range(1, 6))
-    assert not m.holds_any(lambda key: True)
+    assert not m.held.any(lambda key: True)
 
 
 def running_proxy(name: str) -> dict:
@@ -115,7 +115,7 @@ def test_a_waiting_run_carries_the_polls_and_at_most_batch_max_creates(tmp_path)
 def test_polls_beyond_poll_batch_max_go_in_the_next_run(tmp_path):
     _kube, executor, m = busy_then_due(tmp_path, polls=5, creates=0, poll_batch_max=2)
     assert [len(call) for call in executor.calls[1:]] == [2, 2, 1]
-    assert not m.holds_any(lambda key: True)
+    assert not m.held.any(lambda key: True)
 
 
 def test_running_proxies_answered_at_different_times_come_due_in_the_same_round(tmp_path):

@@ -92,7 +92,7 @@ def test_only_keys_of_held_shards_are_dispatched_and_a_taken_shard_is_queued(tmp
         threading.Event().wait(0.5)
         assert sorted(set(executor.keys)) == ["ns/p1-0", "ns/p1-1"]
         sharding.coordinator.held.add(2)  # shard 2 taken: its cached keys are queued
-        sharding.acquired(2)
+        sharding.keys.acquired(2)
         for _attempt in range(100):
             if {"ns/p2-0", "ns/p2-1"} <= set(executor.keys):
                 break
@@ -109,16 +109,16 @@ def test_only_keys_of_held_shards_are_dispatched_and_a_taken_shard_is_queued(tmp
 def test_a_shard_is_busy_while_a_batch_holds_one_of_its_keys_or_a_sweep_claimed_it(tmp_path):
     _kube, _informer, _queue, sharding, _executor, manager = setup(tmp_path, held={0, 1})
     assert sharding.owns("ns/p0-0") and not sharding.owns("ns/p2-0")
-    assert not sharding.busy(0)
+    assert not sharding.keys.busy(0)
     with manager._held_lock:
         manager._held["ns/p0-0"] = ["ns/p0-0"]
-    assert sharding.busy(0) and not sharding.busy(1)
+    assert sharding.keys.busy(0) and not sharding.keys.busy(1)
     manager._let_go("ns/p0-0")
-    assert not sharding.busy(0)
+    assert not sharding.keys.busy(0)
     with sharding.claim() as owned:
         assert owned == {0, 1}
-        assert sharding.busy(0) and sharding.busy(1) and not sharding.busy(2)
-    assert not sharding.busy(1)
+        assert sharding.keys.busy(0) and sharding.keys.busy(1) and not sharding.keys.busy(2)
+    assert not sharding.keys.busy(1)
 
 
 class GCExecutor:
@@ -127,7 +127,7 @@ class GCExecutor:
         self.providers_file = "providers.yaml"
 
     def gc(self, live, min_age, dry_run, uid_shards=None):
-        self.calls.append((sorted(live), uid_shards, self.sharding.busy(0)))
+        self.calls.append((sorted(live), uid_shards, self.sharding.keys.busy(0)))
         return {}
 
 
