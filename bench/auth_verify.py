@@ -19,7 +19,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".venv", "collections"))
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth  # noqa: E402
 
 
 def main() -> None:

@@ -23,9 +23,11 @@ from controller_scale import create_proxies, kwok_providers
 from egress_proxies_controller import api
 from kubernetes import client as k8s
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 from controller import e2e_lib
 
 GROUP, VERSION, PLURAL = "crawl.example.com", "v1alpha1", "proxies"
@@ -132,7 +134,7 @@ def run(admin, plane, workdir: str, count: int, budget: float, threads: int = 16
     kubeconfig = e2e_lib.service_account_kubeconfig(
         admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
     )
-    parsed = config.parse(kwok_providers(kubeconfig, "bench-floor"))
+    parsed = providers_file.parse(kwok_providers(kubeconfig, "bench-floor"))
     provider = registry.build(parsed.find("k8s"), parsed.installation)
     floor = Floor(admin, provider, namespace)
     cpu = time.process_time()

@@ -28,7 +28,7 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), o
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
 from controller_scale import cpu_seconds, create_proxies, kwok_providers, peak_rss_mib  # noqa: E402
-from egress_proxies_controller import shards as shards_mod  # noqa: E402
+from egress_proxies_controller.sharding import assignment  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 
 from controller import e2e_lib, shard_lib  # noqa: E402
@@ -92,7 +92,7 @@ def one_setup(admin, plane, workdir: str, count: int, replicas: int, shard_count
 
 def per_replica(admin, lease_id: str, before: dict, procs, shard_count: int) -> list:
     holders = shard_lib.shard_holders(admin, lease_id) if shard_count > 1 else {}
-    counts = collections.Counter(holders.get(shards_mod.shard_of(uid, shard_count), "") for uid in before)
+    counts = collections.Counter(holders.get(assignment.shard_of(uid, shard_count), "") for uid in before)
     out = []
     for proc in procs:
         if proc.proc.poll() is not None:

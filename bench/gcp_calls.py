@@ -23,8 +23,8 @@ sys.path[:0] = [os.path.join(ROOT, ".venv", "collections"), os.path.join(ROOT, "
 from contract.gcp_backend import GcpBackend  # noqa: E402
 from integration.playbook import run_playbook  # noqa: E402
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import RUNNING  # noqa: E402
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import RUNNING  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline  # noqa: E402
 
 PLACEMENT = {
     "region": "us-central1",

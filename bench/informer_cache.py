@@ -31,8 +31,8 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller")]
 
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
-from egress_proxies_controller import informer as informer_mod  # noqa: E402
-from egress_proxies_controller.kube import Kube  # noqa: E402
+from egress_proxies_controller.kube import informer as informer_mod  # noqa: E402
+from egress_proxies_controller.kube.client import Kube  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 
 CLOUD_INIT = "#cloud-config\n" + "\n".join("# line %03d of a typical user-data file" % i for i in range(60))

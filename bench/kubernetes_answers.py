@@ -33,12 +33,9 @@ sys.path[:0] = [
 import controller_scale  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import (  # noqa: E402
-    config,
-    contract,
-    names,
-)
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, names  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline  # noqa: E402
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.provider import (  # noqa: E402
     KubernetesProvider,
 )

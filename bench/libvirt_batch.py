@@ -24,7 +24,7 @@ from contract.libvirt_backend import LibvirtContractBackend  # noqa: E402
 from contract.libvirt_fixtures import Images  # noqa: E402
 from contract.libvirt_host import LibvirtHost  # noqa: E402
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline  # noqa: E402
 
 CALL = re.compile(r"libvirt call host=\S+ method=(\S+) .*seconds=([0-9.]+)")
 

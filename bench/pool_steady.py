@@ -3,7 +3,7 @@
 Issue 30: the pool loop of 81faa79 (``--base``) ran every second over every cached Proxy (to
 find each pool's members) and every pool, whatever had changed; this tree's loop reconciles a
 pool only when it or a member changed, or at a time it must act (``_next_check``). Both are the
-shipped ``PoolController`` code: the base's ``pool_reconciler.py`` is loaded from git beside this
+shipped ``PoolController`` code: the base's ``pool/controller.py`` is loaded from git beside this
 tree's, over the same package. Each is given ``--pools`` pools of ``--members`` Ready members in
 real ``Informer`` caches (no API server: the pool's API calls go to an in-memory store that
 counts them), settled, then driven for ``--seconds`` rounds, one per simulated second (the
@@ -21,6 +21,7 @@ Usage: .venv/bin/python bench/pool_steady.py [--pools 100] [--members 100] [--se
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import itertools
 import os
@@ -33,12 +34,12 @@ import types
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "controller")]
 
-from egress_proxies_controller import informer as informer_mod  # noqa: E402
-from egress_proxies_controller import pool_reconciler  # noqa: E402
-from egress_proxies_controller.pool_metrics import PoolMetrics  # noqa: E402
-from egress_proxies_controller.pool_model import POOL_FINALIZER  # noqa: E402
-from egress_proxies_controller.pool_publish import Publisher  # noqa: E402
-from egress_proxies_controller.workqueue import WorkQueue  # noqa: E402
+from egress_proxies_controller.kube import informer as informer_mod  # noqa: E402
+from egress_proxies_controller.kube.workqueue import WorkQueue  # noqa: E402
+from egress_proxies_controller.pool import controller as pool_reconciler  # noqa: E402
+from egress_proxies_controller.pool.model import POOL_FINALIZER  # noqa: E402
+from egress_proxies_controller.pool.publish import Publisher  # noqa: E402
+from egress_proxies_controller.telemetry.pool_metrics import PoolMetrics  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
@@ -98,14 +99,65 @@ class MemoryPoolKube:
         raise LookupError("no auth in this bench")
 
 
+# Where the flat package's files of revisions before the layer folders (issue 30) are now: a
+# base's pool loop imports its siblings by those names.
+FLAT_NAMES = {
+    "api": "api",
+    "collection": "collection",
+    "conditions": "kube.conditions",
+    "informer": "kube.informer",
+    "kube": "kube.client",
+    "loops": "loops.periodic",
+    "pool_auth": "pool.auth",
+    "pool_kube": "pool.kube_calls",
+    "pool_members": "pool.members",
+    "pool_metrics": "telemetry.pool_metrics",
+    "pool_model": "pool.model",
+    "pool_publish": "pool.publish",
+    "pool_rollout": "pool.rollout",
+    "pool_spread": "pool.spread",
+    "pool_status": "pool.status",
+    "workqueue": "kube.workqueue",
+}
+
+
+def flat_imports(text: str) -> str:
+    """A flat-package file's sibling imports, spelled against this tree's modules."""
+    lines = text.split("\n")
+    nodes = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.ImportFrom) and n.level == 1]
+    for node in sorted(nodes, key=lambda n: n.lineno, reverse=True):
+        if node.module:
+            names = ", ".join(a.name + (" as " + a.asname if a.asname else "") for a in node.names)
+            new = ["from egress_proxies_controller.%s import %s" % (FLAT_NAMES[node.module], names)]
+        else:
+            new = [
+                "import egress_proxies_controller.%s as %s" % (FLAT_NAMES[a.name], a.asname or a.name)
+                for a in node.names
+            ]
+        lines[node.lineno - 1 : node.end_lineno] = new
+    text = "\n".join(lines)
+    return text.replace("module_utils import pool_split", "module_utils.runners import pool_split")
+
+
+def base_source(rev: str) -> str:
+    """The pool loop's file at ``rev``: ``pool/controller.py``, or ``pool_reconciler.py`` before
+    the layer folders, whose sibling imports are then pointed at this tree's modules."""
+    for path in ("pool/controller.py", "pool_reconciler.py"):
+        done = subprocess.run(
+            ["git", "-C", ROOT, "show", "%s:controller/egress_proxies_controller/%s" % (rev, path)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0:
+            if path == "pool_reconciler.py":
+                return flat_imports(done.stdout)
+            return done.stdout
+    raise SystemExit("no pool loop at %s" % rev)
+
+
 def load_base(rev: str) -> types.ModuleType:
-    """``pool_reconciler.py`` as of ``rev``, as a module of this tree's package."""
-    text = subprocess.run(
-        ["git", "-C", ROOT, "show", "%s:controller/egress_proxies_controller/pool_reconciler.py" % rev],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    """The pool loop as of ``rev``, as a module of this tree's package."""
+    text = base_source(rev)
     path = os.path.join(tempfile.mkdtemp(prefix="pool-steady-"), "pool_reconciler_base.py")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -35,7 +35,7 @@ from contract.gcp_backend import GcpBackend  # noqa: E402
 from gcp_calls import PLACEMENT  # noqa: E402
 from integration.playbook import run_playbook  # noqa: E402
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline  # noqa: E402
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline  # noqa: E402
 
 
 def peak_per_second(times: list) -> int:

@@ -13,7 +13,7 @@ side by side, in one process, on the same machine, each case ``--repeat`` times 
 
 The last two run as they run now (the module started from the installed collection,
 plugins/plugin_utils/direct_module.py; the controller's ``ansible-playbook`` forked from its fork
-server, fork_server.py) and, marked ``(AnsiballZ)``, with ``EGRESS_PROXIES_DIRECT_MODULES=false``
+server, runs/fork_server.py) and, marked ``(AnsiballZ)``, with ``EGRESS_PROXIES_DIRECT_MODULES=false``
 (ansible-core's zipped module, and no fork server); ``controller-run (no fork server)`` is the
 controller's run with ``--no-ansible-fork-server``.
 
@@ -136,7 +136,7 @@ def command(argv: list, extra: dict | None = None):
 
 def controller_run(work: str, providers_file: str, extra: dict | None = None, fork_server: bool = True):
     os.environ.update(_env())
-    from egress_proxies_controller.executor import PLAYBOOK, Executor
+    from egress_proxies_controller.runs.executor import PLAYBOOK, Executor
 
     runner_dir = os.path.join(work, "runner-%d" % len(os.listdir(work)))
     executor = Executor(runner_dir, providers_file, collections_path=COLLECTIONS, fork_server=fork_server)

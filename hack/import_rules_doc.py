@@ -48,17 +48,26 @@ def provider_packages() -> dict[str, list[str]]:
     return packages
 
 
+def home_files(home: str) -> str:
+    """A layer's folder as ``folder/``: its files, read from the tree; a top-level file as itself."""
+    folder = os.path.join(ROOT, "plugins", "module_utils", home)
+    if not os.path.isdir(folder):
+        return "`%s`" % home
+    files = sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".py") and f != "__init__.py")
+    return "`%s/`: %s" % (home, names(files))
+
+
 def render() -> str:
     """The text between the markers."""
     lines = [
-        "Where every file of `plugins/module_utils/` belongs (a new file fails"
-        " `tests/unit/test_import_rules.py` until it is placed in a layer):",
+        "Where every file of `plugins/module_utils/` belongs: a file's folder is its layer (a new"
+        " folder fails `tests/unit/test_import_rules.py` until it is placed in a layer):",
         "",
-        "| Layer | Files | What it holds |",
+        "| Layer | Folders and their files | What it holds |",
         "|---|---|---|",
     ]
-    for layer, members in c.LAYERS.items():
-        lines.append("| %s | %s | %s |" % (layer, names(members), c.LAYER_PURPOSE[layer]))
+    for layer, homes in c.LAYERS.items():
+        lines.append("| %s | %s | %s |" % (layer, "; ".join(map(home_files, homes)), c.LAYER_PURPOSE[layer]))
     for package, files in provider_packages().items():
         lines.append("| providers/%s | %s | one provider package (rule 5) |" % (package, names(files)))
     runners = ", ".join("`%s` → `%s`" % pair for pair in c.MODULE_RUNNERS.items())

@@ -14,11 +14,11 @@ import socket
 import sys
 import threading
 
-from . import metrics as metrics_mod
 from .flags import ENV_PROVIDERS_FILE, parser
-from .held_keys import HeldKeys
+from .kube.workqueue import WorkQueue
+from .proxy.held_keys import HeldKeys
 from .stop_signals import stop_on_signals
-from .workqueue import WorkQueue
+from .telemetry import metrics as metrics_mod
 
 
 class JsonFormatter(logging.Formatter):
@@ -36,7 +36,7 @@ class JsonFormatter(logging.Formatter):
 
 def main(argv=None) -> int:
     """Run the controller; a start-up mistake is one line naming its flag, exit code 2."""
-    from .kube import StartupError
+    from .kube.client import StartupError
 
     try:
         return _main(argv)
@@ -47,7 +47,7 @@ def main(argv=None) -> int:
 
 def _listen(flag: str, address: str, *serve_args):
     """``metrics.serve`` on ``address``, a refusal (in use, no such host, a bad port) a StartupError."""
-    from .kube import StartupError
+    from .kube.client import StartupError
 
     try:
         return metrics_mod.serve(address, *serve_args)
@@ -82,21 +82,21 @@ def _main(argv) -> int:
         print("error: %s" % exc, file=sys.stderr)
         return 2
 
-    from . import kube as kube_mod
-    from . import tracing
-    from .executor import Executor
-    from .informer import Informer
-    from .leader import LeaderElector
-    from .lease_reports import LeaseReports
-    from .manager import Manager
-    from .orphan_gc import OrphanGC
-    from .pool_metrics import PoolMetrics
-    from .pool_reconciler import PoolController
-    from .provider_health import ProviderHealthMonitor
-    from .providers_config import ProvidersConfig
-    from .proxy_health import ProxyHealthEngine
+    from .config.lease_reports import LeaseReports
+    from .config.providers_file import ProvidersConfig
+    from .kube import client as kube_mod
+    from .kube.informer import Informer
+    from .kube.leader import LeaderElector
+    from .loops.orphan_gc import OrphanGC
+    from .loops.provider_checks import ProviderHealthMonitor
+    from .loops.proxy_probes import ProxyHealthEngine
+    from .pool.controller import PoolController
+    from .proxy.controller import ProxyController
+    from .proxy.reconciler import Settings
     from .readiness import Readiness
-    from .reconciler import Settings
+    from .runs.executor import Executor
+    from .telemetry import tracing
+    from .telemetry.pool_metrics import PoolMetrics
 
     api_client = kube_mod.load(args.kubeconfig, args.context)  # first: a bad flag ends here
     tracer_provider = tracing.configure()  # OTEL_* decide; None: spans are no-ops
@@ -112,7 +112,7 @@ def _main(argv) -> int:
     held = HeldKeys()  # the manager's, and sharding's to ask before a shard is given up
     shard_keys = None
     if sharded:
-        from .sharding import ShardKeys
+        from .sharding.keys import ShardKeys
 
         shard_keys = ShardKeys(args.shards, informer, queue, held)
     readiness = Readiness(informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout)
@@ -122,7 +122,7 @@ def _main(argv) -> int:
     if args.metrics_addr not in ("", "0"):  # first: once /readyz answers, /metrics does too
         tls = authorizer = None
         if not args.metrics_insecure:
-            from . import metrics_auth
+            from .telemetry import metrics_auth
 
             try:
                 tls = metrics_auth.tls_context(args.metrics_cert_dir)
@@ -148,8 +148,8 @@ def _main(argv) -> int:
     }
     lease_of = (kube.coordination, args.leader_election_namespace, args.leader_election_id, identity)
     if sharded:
-        from .shard_leases import ShardCoordinator
-        from .sharding import Sharding
+        from .sharding.keys import Sharding
+        from .sharding.leases import ShardCoordinator
 
         elector = ShardCoordinator(
             *lease_of,
@@ -218,7 +218,7 @@ def _main(argv) -> int:
         reports.config_problem,
     )
     readiness.config = reports.config = config
-    manager = Manager(
+    manager = ProxyController(
         kube,
         informer,
         queue,

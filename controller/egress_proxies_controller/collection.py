@@ -8,7 +8,7 @@ collection paths (``ANSIBLE_COLLECTIONS_PATH``, or ``collections_path`` in ansib
 controller imports the same collection ansible-playbook runs, and no path is searched by hand.
 
 Every controller module that imports module_utils imports this one first; the package's
-``__init__`` does not, because the fork server (fork_server.py) must read ansible's
+``__init__`` does not, because the fork server (runs/fork_server.py) must read ansible's
 configuration only after it has adopted its first run's environment.
 """
 

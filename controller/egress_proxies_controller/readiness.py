@@ -16,7 +16,7 @@ class Readiness:
         self.liveness_timeout = liveness_timeout
         self.sharding = sharding
         self.config = None  # providers_config.ProvidersConfig, once built
-        self.manager = None  # manager.Manager, once built
+        self.manager = None  # proxy.controller.ProxyController, once built
 
     def ready(self) -> tuple:
         """(ready, details) for /readyz."""

@@ -1,7 +1,7 @@
 # Copyright: egress-proxies contributors
 # Apache License 2.0 (see LICENSE)
 """Options every module shares: where the providers come from, and the run's limits.
-Kept in step with plugins/module_utils/args_common.py (PROVIDERS_ARGS)."""
+Kept in step with plugins/module_utils/module_glue/args_common.py (PROVIDERS_ARGS)."""
 
 from __future__ import annotations
 

@@ -143,9 +143,11 @@ from ansible.inventory.group import to_safe_group_name
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 from ansible.template import trust_as_template
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, param_checks
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import MissingLibrary
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import MissingLibrary
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
 

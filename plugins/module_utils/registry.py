@@ -9,7 +9,7 @@ guarded import, so a missing SDK only fails the providers of that type, with a c
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import observe, rate_limit
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import rate_limit
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     provider_type as gcp_type,
 )
@@ -22,6 +22,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     provider_type as local_type,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 _TYPES = {t.name: t for t in (local_type.TYPE, kubernetes_type.TYPE, gcp_type.TYPE, *libvirt_types.TYPES)}
 

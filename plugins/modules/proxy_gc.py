@@ -311,8 +311,8 @@ debug_log:
   sample: ["DEBUG local: list 3 instances"]
 """
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import orphans
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import ProxyModule
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.proxy_module import ProxyModule
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import orphans
 
 
 def main() -> None:

@@ -417,9 +417,11 @@ debug_log:
   sample: ["DEBUG local: list 3 instances"]
 """
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import instances
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import INSTANCE_OPTIONS
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import ProxyModule
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import (
+    INSTANCE_OPTIONS,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.proxy_module import ProxyModule
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import instances
 
 
 def argument_spec() -> dict:

@@ -457,9 +457,9 @@ debug_log:
   sample: ["DEBUG local: list 3 instances"]
 """
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import pools
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import POOL_OPTIONS
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import ProxyModule
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import POOL_OPTIONS
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.proxy_module import ProxyModule
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pools
 
 
 def main() -> None:

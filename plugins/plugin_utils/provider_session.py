@@ -5,7 +5,7 @@
 The inventory plugin runs in the ``ansible-inventory`` (or ``ansible-playbook``) process, not as
 a module, so it has no ``AnsibleModule``. This session stands in for ``ProxyModule`` towards the
 runner ``inventory.run`` (the code behind ``proxy_info``): the same configuration
-(``config.resolve``), the same observed providers (``registry.build``), one ``list_by_tag`` per
+(``providers_file.resolve``), the same observed providers (``registry.build``), one ``list_by_tag`` per
 provider with a ``Deadline`` of ``timeout`` seconds each. Nothing is listed here that
 ``proxy_info`` would not list, and no backend is reached in any other way.
 """
@@ -15,11 +15,15 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, inventory, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.batch import DEFAULT_CONCURRENCY
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.observe import Telemetry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_module import PROVIDER_LOGGER
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.proxy_module import (
+    PROVIDER_LOGGER,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import inventory
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.batch import DEFAULT_CONCURRENCY
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.observe import Telemetry
 
 
 class _Warnings:
@@ -35,7 +39,7 @@ class _Warnings:
 class ProviderSession:
     """The configured providers ``names`` (all when empty), built on first use, closed by ``close``."""
 
-    def __init__(self, providers_config: config.ProvidersConfig, names=(), timeout: float = 120.0):
+    def __init__(self, providers_config: providers_file.ProvidersConfig, names=(), timeout: float = 120.0):
         unknown = [n for n in names if n not in providers_config.names()]
         if unknown:
             raise UsageError("providers: %s" % "; ".join(providers_config.not_configured(n) for n in unknown))
@@ -96,7 +100,7 @@ def _provider_log(sink):
 
 
 def list_instances(
-    providers_config: config.ProvidersConfig, names=(), timeout: float = 120.0, log=None
+    providers_config: providers_file.ProvidersConfig, names=(), timeout: float = 120.0, log=None
 ) -> dict:
     """``proxy_info``'s listing of ``names``: ``{instances, errors, types, warnings}``.
 

@@ -15,7 +15,7 @@ The plugin renders the templates and decides what a name already taken means.
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
 
 BASE_GROUP = "proxies"
 HOSTVAR = "egress_proxies"

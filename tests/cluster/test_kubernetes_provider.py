@@ -19,11 +19,11 @@ from contract.kubernetes_backend import KubernetesBackend
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import parse_id
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
 from cluster import kube_testlib
 
 

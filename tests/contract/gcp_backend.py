@@ -18,10 +18,16 @@ from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
 from fakes.not_found_server import BODIES, NotFoundServer
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Placement,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.instance import parse_id
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 PROVIDER_NAME = "contract-gcp"  # deliberately not the type name
 PROJECT = "fake-project"
@@ -66,7 +72,7 @@ class GcpBackend:
         block = {"project": PROJECT, "apiEndpoint": self.fake.endpoint}
         block.update(self.block)
         block.update(overrides)
-        parsed = config.parse(
+        parsed = providers_file.parse(
             {
                 "installation": installation or self.installation,
                 "providers": [{"name": name, "type": "gcp", "gcp": block}],

@@ -19,8 +19,11 @@ from __future__ import annotations
 import contextlib
 from typing import Protocol
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Provider
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.observe import Telemetry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Provider,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.observe import Telemetry
 
 
 class Backend(Protocol):

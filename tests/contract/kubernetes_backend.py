@@ -18,9 +18,15 @@ from fakes.not_found_server import BODIES, NotFoundServer, write_kubeconfig
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Placement,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import parse_id
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 PROVIDER_NAME = "contract-k8s"  # deliberately not the type name
 UNKNOWN_PHASE = "Hibernating"  # a phase Kubernetes does not define

@@ -17,10 +17,16 @@ import random
 import libvirt
 from fakes.not_found_server import BODIES, NotFoundServer
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Placement,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids, metadata
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 from contract.libvirt_host import unmarked_domain_xml
 
 PROVIDER_NAME = "contract-libvirt"  # deliberately not the type name
@@ -79,7 +85,7 @@ class LibvirtContractBackend:
         return data
 
     def build(self, installation: str | None = None, telemetry=None, **overrides):
-        parsed = config.parse(
+        parsed = providers_file.parse(
             {
                 "installation": installation or self.installation,
                 "providers": [

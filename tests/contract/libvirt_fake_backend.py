@@ -12,14 +12,19 @@ import random
 
 from fakes.libvirt_fake import FakeDialer, FakeHost, err
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Placement,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend as b
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids, metadata
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.guard import Budgets
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.provider import (
     LibvirtProvider,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 IMAGE = b"QFI\xfb fake base image " * 512
 PROVIDER_NAME = "contract-fake-libvirt"

@@ -24,14 +24,20 @@ import time
 
 import squid_procs
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, observe, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Placement,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process, store
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.provider import (
     ID_PREFIX,
     parse_id,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 SQUID = "/usr/sbin/squid"
 PROVIDER_NAME = "contract-local"  # deliberately not the type name
@@ -93,7 +99,7 @@ class LocalBackend:
         }
         if allowed_source_ranges is not None:
             block["allowedSourceRanges"] = list(allowed_source_ranges)
-        parsed = config.parse(
+        parsed = providers_file.parse(
             {
                 "installation": installation or self.installation,
                 "providers": [{"name": PROVIDER_NAME, "type": "local", "local": block}],

@@ -22,9 +22,9 @@ import uuid
 import pytest
 from fakes import not_found_server
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
 
 #: a Checker must answer an expired deadline well within this (a functional bound, not a benchmark)
 CHECK_PROMPT_SECONDS = 5.0

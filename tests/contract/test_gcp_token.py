@@ -20,9 +20,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from google.oauth2 import credentials as user_credentials
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import api
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.provider import GcpProvider
 from contract.gcp_backend import PROJECT, gcp_backend

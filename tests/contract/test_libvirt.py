@@ -10,9 +10,9 @@ import uuid
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids
 from contract import libvirt_fixtures
 from contract.libvirt_backend import LibvirtContractBackend

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import libvirt
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids
 from contract import libvirt_fixtures
 

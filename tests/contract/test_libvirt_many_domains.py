@@ -16,8 +16,8 @@ import uuid
 import pytest
 from integration.playbook import run_playbook
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME, PROVIDER_NAME, LibvirtContractBackend
 from contract.libvirt_host import unmarked_domain_xml

@@ -18,7 +18,7 @@ import uuid
 import pytest
 from proxy_traffic import fetch_via
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
 from contract import local_fixtures
 from contract.suite import ContractSuite, cleanup, dl, wait_for_state

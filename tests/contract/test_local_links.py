@@ -21,10 +21,10 @@ import uuid
 import pytest
 from proxy_traffic import fetch_via, until
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
 from contract import local_fixtures, squid_user
 from contract.local_backend import SQUID
 from contract.suite import cleanup, dl, wait_for_state

@@ -173,7 +173,7 @@ class ControllerProcess:
         self.health_port = free_port()
         self.metrics_port = free_port()
         # Plain HTTP metrics (--metrics-insecure) unless a test sets a certificate directory
-        # (tls.crt, tls.key) and the bearer token metrics() sends (metrics_auth.py).
+        # (tls.crt, tls.key) and the bearer token metrics() sends (telemetry/metrics_auth.py).
         self.metrics_cert_dir = None
         self.metrics_token = None
         self.proc = None

@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 
 from egress_proxies_controller import api
-from egress_proxies_controller.kube import Conflict
-from egress_proxies_controller.reconciler import Answer
+from egress_proxies_controller.kube.client import Conflict
+from egress_proxies_controller.proxy.reconciler import Answer
 from kubernetes.client.exceptions import ApiException
 
 

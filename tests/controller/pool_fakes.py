@@ -6,10 +6,10 @@ from __future__ import annotations
 import base64
 import itertools
 
-from egress_proxies_controller import pool_reconciler
-from egress_proxies_controller.pool_members import MemberIndex
-from egress_proxies_controller.pool_model import POOL_FINALIZER
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.pool import controller as pool_reconciler
+from egress_proxies_controller.pool.members import MemberIndex
+from egress_proxies_controller.pool.model import POOL_FINALIZER
 
 UID = "pool-uid"
 
@@ -126,7 +126,7 @@ def controller(configured=("local", "second")):
     ctl.auth = pool_reconciler.PoolAuth(ctl.pools)
     ctl.configured = lambda: list(configured)
     ctl.kube = type("K", (), {"event": lambda _s, *a, **kw: ctl.events.append(a[2])})()
-    from egress_proxies_controller.pool_metrics import PoolMetrics
+    from egress_proxies_controller.telemetry.pool_metrics import PoolMetrics
     from prometheus_client import CollectorRegistry
 
     ctl.metrics, ctl.target_retry, ctl.may_act = PoolMetrics(CollectorRegistry()), 300.0, lambda: True

@@ -7,9 +7,10 @@ tests)."""
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller import api, auth_secret
-from egress_proxies_controller.reconciler import CREATE, GET, PHASE_POLL, Answer, Reconciler
-from egress_proxies_controller.spec import ProxySpec
+from egress_proxies_controller import api
+from egress_proxies_controller.proxy import auth_secret
+from egress_proxies_controller.proxy.reconciler import CREATE, GET, PHASE_POLL, Answer, Reconciler
+from egress_proxies_controller.proxy.spec import ProxySpec
 
 from .test_reconciler import NOW, SETTINGS, cond, instance, proxy, running_status
 

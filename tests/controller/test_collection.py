@@ -26,8 +26,9 @@ def _python(code: str, collections: str, cwd: str) -> subprocess.CompletedProces
 
 def test_module_utils_come_from_ansibles_collections_path_through_its_loader(tmp_path):
     code = (
-        "from egress_proxies_controller import shards; import sys; "
-        "m = sys.modules['ansible_collections.crawl.egress_proxies.plugins.module_utils.uid_shards']; "
+        "from egress_proxies_controller.sharding import assignment; import sys; "
+        "m = sys.modules['ansible_collections.crawl.egress_proxies.plugins.module_utils.'"
+        "helpers.uid_shards']; "
         "print(type(m.__loader__).__name__, m.__file__)"
     )
     done = _python(code, COLLECTIONS, str(tmp_path))
@@ -57,7 +58,7 @@ def test_help_and_version_need_no_collection(tmp_path):
         assert done.returncode == 0 and done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("module", ["fork_server", "fork_client"])
+@pytest.mark.parametrize("module", ["runs.fork_server", "runs.fork_client"])
 def test_the_fork_server_reads_no_ansible_configuration_at_import(module, tmp_path):
     """fork_server adopts its first run's environment before ansible.constants is imported."""
     code = "import sys, egress_proxies_controller.%s; " % module + (
@@ -70,21 +71,22 @@ def test_the_fork_server_reads_no_ansible_configuration_at_import(module, tmp_pa
 
 # docs/architecture.md, import rule 11: the pure module_utils the controller imports, and the
 # pure ones those import in turn (errors, excerpt, sha512_crypt).
-RULE_11 = {"config_keys", "credential_files", "names", "placement", "pool_split", "pool_target"}
-RULE_11 |= {"proxy_auth", "tracing", "uid_shards"}
-RULE_11_INDIRECT = {"errors", "excerpt", "sha512_crypt"}
+RULE_11 = {"config.keys", "helpers.credential_files", "core.names", "core.placement", "runners.pool_split"}
+RULE_11 |= {"runners.pool_target", "helpers.proxy_auth", "telemetry.tracing", "helpers.uid_shards"}
+RULE_11_INDIRECT = {"core.errors", "helpers.excerpt", "helpers.sha512_crypt"}
 
 
 def test_the_whole_controller_loads_exactly_the_module_utils_rule_11_names(tmp_path):
     code = (
         "import importlib, pkgutil, sys, egress_proxies_controller as p\n"
-        "for m in pkgutil.iter_modules(p.__path__):\n"
-        "    importlib.import_module('egress_proxies_controller.' + m.name)\n"
+        "for m in pkgutil.walk_packages(p.__path__, 'egress_proxies_controller.'):\n"
+        "    importlib.import_module(m.name)\n"
         "prefix = 'ansible_collections.crawl.egress_proxies.'\n"
         "print(' '.join(sorted(k[len(prefix):] for k in sys.modules if k.startswith(prefix))))\n"
     )
     done = _python(code, COLLECTIONS, str(tmp_path))
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
-    packages = {"plugins", "plugins.module_utils"}
+    folders = {"plugins.module_utils." + name.rpartition(".")[0] for name in RULE_11 | RULE_11_INDIRECT}
+    packages = {"plugins", "plugins.module_utils"} | folders
     assert loaded - packages == {"plugins.module_utils." + name for name in RULE_11 | RULE_11_INDIRECT}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from egress_proxies_controller.credential_watch import credential_paths
-from egress_proxies_controller.providers_config import ProvidersConfig
+from egress_proxies_controller.config.credential_watch import credential_paths
+from egress_proxies_controller.config.providers_file import ProvidersConfig
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import credential_files
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import credential_files
 
 
 def _write(path, data: bytes) -> None:

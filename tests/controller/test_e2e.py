@@ -425,7 +425,8 @@ def test_invalid_proxies_are_rejected_by_the_api_server(controller_api, kube_nam
 
 
 def _local_provider(e2e, installation: str):
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, registry
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
 
     doc = {"installation": installation, "providers": [dict(e2e.providers["providers"][0])]}
     cfg = config.parse(doc)
@@ -445,8 +446,8 @@ def _backdate(e2e, name: str, hours: int = 2) -> None:
 
 
 def test_gc_collects_an_old_orphan_and_keeps_live_young_and_foreign(e2e):
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import CreateRequest
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 
     e2e.create("live", {"provider": "local"})
     live = e2e.wait_ready("live")

@@ -16,7 +16,7 @@ from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
 from kubernetes import client as k8s
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, proxy_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth, proxy_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert
 
 from . import e2e_lib, test_e2e

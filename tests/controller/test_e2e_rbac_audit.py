@@ -29,7 +29,7 @@ import os
 import pytest
 from cluster import kube_testlib
 from cluster.kube_cluster import ControlPlane
-from egress_proxies_controller import metrics_auth
+from egress_proxies_controller.telemetry import metrics_auth
 
 from . import e2e_lib, kustomize_render
 from .e2e_lib import GROUP

@@ -16,7 +16,7 @@ import time
 
 import pytest
 from cluster import kube_testlib
-from egress_proxies_controller import shards
+from egress_proxies_controller.sharding import assignment as shards
 from kubernetes import client as k8s
 
 from . import e2e_lib, monitoring_lib, shard_lib

@@ -3,8 +3,8 @@ Event already recorded instead of creating another object, against the real API 
 
 from __future__ import annotations
 
-from egress_proxies_controller import events
-from egress_proxies_controller.kube import Kube
+from egress_proxies_controller.kube import events
+from egress_proxies_controller.kube.client import Kube
 from kubernetes import client as k8s
 
 

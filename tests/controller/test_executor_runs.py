@@ -17,9 +17,9 @@ import os
 import pytest
 import yaml
 from contract.local_backend import random_loopback_range
-from egress_proxies_controller import process_tree
-from egress_proxies_controller.executor import Executor
-from egress_proxies_controller.reconciler import CREATE, DELETE, GET, PHASE_CREATE, PHASE_FINAL, Action
+from egress_proxies_controller.proxy.reconciler import CREATE, DELETE, GET, PHASE_CREATE, PHASE_FINAL, Action
+from egress_proxies_controller.runs import process_tree
+from egress_proxies_controller.runs.executor import Executor
 
 from .blackhole import Blackhole, blackhole_kubeconfig
 

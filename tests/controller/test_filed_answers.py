@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from egress_proxies_controller.filed_answers import FiledAnswers
-from egress_proxies_controller.reconciler import CREATE, PHASE_CREATE, Action, Answer
+from egress_proxies_controller.proxy.filed_answers import FiledAnswers
+from egress_proxies_controller.proxy.reconciler import CREATE, PHASE_CREATE, Action, Answer
 
 
 def obj(uid: str) -> dict:

@@ -15,7 +15,7 @@ import os
 import time
 
 import pytest
-from egress_proxies_controller.executor import Executor
+from egress_proxies_controller.runs.executor import Executor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FALLBACK = "running ansible-playbook itself"

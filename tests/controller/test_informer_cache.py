@@ -7,7 +7,7 @@ under the same name (another UID) always replaces the old one.
 
 from __future__ import annotations
 
-from egress_proxies_controller import informer as informer_mod
+from egress_proxies_controller.kube import informer as informer_mod
 
 from .fake_cluster import proxy_object
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from cluster import kube_testlib
 from egress_proxies_controller import api
-from egress_proxies_controller import informer as informer_mod
-from egress_proxies_controller.kube import Kube
+from egress_proxies_controller.kube import informer as informer_mod
+from egress_proxies_controller.kube.client import Kube
 from kubernetes import client as k8s
 
 

@@ -13,8 +13,8 @@ import json
 
 import pytest
 from cluster import kube_testlib
-from egress_proxies_controller import informer as informer_mod
-from egress_proxies_controller.kube import Kube
+from egress_proxies_controller.kube import informer as informer_mod
+from egress_proxies_controller.kube.client import Kube
 from kubernetes.client.exceptions import ApiException
 
 from .fake_cluster import proxy_object

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 
-from egress_proxies_controller import informer as informer_mod
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Answer, Settings
-from egress_proxies_controller.spec import INLINE_DIGEST_KEY, ProxySpec, digest_of
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube import informer as informer_mod
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.reconciler import Answer, Settings
+from egress_proxies_controller.proxy.spec import INLINE_DIGEST_KEY, ProxySpec, digest_of
 
 from .fake_cluster import FakeExecutor, FakeInformer, FakeKube, proxy_object
 from .test_manager_snapshots import tick
@@ -39,10 +39,10 @@ def running(key, action, fields):
     return Answer(ok=True, instance=dict(instance, ip="127.77.0.1"))
 
 
-def manager(kube, executor, providers_file) -> Manager:
+def manager(kube, executor, providers_file) -> ProxyController:
     private = os.path.join(os.path.dirname(providers_file), "private")
     config = ProvidersConfig(providers_file, private, lambda _path, _names: [])
-    m = Manager(kube, TrimmingInformer(kube), WorkQueue(0.01, 0.02), executor, Settings(), config)
+    m = ProxyController(kube, TrimmingInformer(kube), WorkQueue(0.01, 0.02), executor, Settings(), config)
     m.reload_config()
     return m
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import threading
 
-from egress_proxies_controller.leader import LeaderElector
+from egress_proxies_controller.kube.leader import LeaderElector
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 

@@ -1,19 +1,19 @@
 """``--min-batch-interval`` (issue 18): due work that arrives while the last batch is younger
 than the interval gathers into one batch instead of one run each; the first batch after an idle
-spell starts at once. Runs the real Manager loop over the in-memory API of fake_cluster.py."""
+spell starts at once. Runs the real ProxyController loop over the in-memory API of fake_cluster.py."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from egress_proxies_controller.manager import Manager
+from egress_proxies_controller.proxy.controller import ProxyController
 
 from .fake_cluster import FakeExecutor, FakeKube, proxy_object
 from .test_manager_snapshots import manager, running
 
 
-def run_loop(m: Manager):
+def run_loop(m: ProxyController):
     thread = threading.Thread(target=m.run, daemon=True)
     thread.start()
     return thread

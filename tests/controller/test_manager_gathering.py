@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import threading
 
-from egress_proxies_controller import poll_rounds
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Settings
-from egress_proxies_controller.spec import ProxySpec
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.proxy import poll_rounds
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.reconciler import Settings
+from egress_proxies_controller.proxy.spec import ProxySpec
 
 from .fake_cluster import FakeInformer, FakeKube, proxy_object
 from .test_manager_snapshots import running
@@ -41,12 +41,12 @@ class BlockingExecutor:
         self.release.set()
 
 
-def make(tmp_path, kube, executor, **kwargs) -> Manager:
+def make(tmp_path, kube, executor, **kwargs) -> ProxyController:
     path = tmp_path / "providers.yaml"
     path.write_text("providers:\n  - {name: local, type: local}\n")
     config = ProvidersConfig(str(path), os.path.join(tmp_path, "private"), lambda _p, _n: [])
     settings = Settings(running_poll=60.0)
-    m = Manager(kube, FakeInformer(kube), WorkQueue(0.01, 0.02), executor, settings, config, **kwargs)
+    m = ProxyController(kube, FakeInformer(kube), WorkQueue(0.01, 0.02), executor, settings, config, **kwargs)
     m.reload_config()
     return m
 

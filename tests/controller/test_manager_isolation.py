@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import threading
 
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Answer, Settings
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.reconciler import Answer, Settings
 
 from .fake_cluster import FakeInformer, FakeKube, proxy_object
 from .test_manager_snapshots import running
@@ -41,11 +41,11 @@ class SplitExecutor:
         self.release.set()
 
 
-def make(tmp_path, kube, executor) -> Manager:
+def make(tmp_path, kube, executor) -> ProxyController:
     path = tmp_path / "providers.yaml"
     path.write_text("providers:\n  - {name: fast, type: local}\n  - {name: slow, type: local}\n")
     config = ProvidersConfig(str(path), os.path.join(tmp_path, "private"), lambda _p, _n: [])
-    m = Manager(
+    m = ProxyController(
         kube, FakeInformer(kube), WorkQueue(0.01, 0.02), executor, Settings(), config, runs_in_flight=1
     )
     m.reload_config()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 
 from egress_proxies_controller import api
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Settings
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.reconciler import Settings
 
 from .fake_cluster import FakeInformer, FakeKube, proxy_object
 
@@ -42,7 +42,7 @@ def _proxy(name: str, provider: str, latched: bool) -> dict:
     return obj
 
 
-def _queued(m: Manager) -> list:
+def _queued(m: ProxyController) -> list:
     keys = sorted(m.queue.pop_due(100, 0))
     for key in keys:
         m.queue.done(key)
@@ -61,7 +61,7 @@ def test_a_rotation_plans_again_only_its_providers_latched_proxies(tmp_path):
     for name, provider, latched in (("k1", "k", True), ("k2", "k", False), ("l1", "l", True)):
         kube.put(_proxy(name, provider, latched))
     config = ProvidersConfig(str(path), os.path.join(tmp_path, "private"), lambda _p, _n: [])
-    m = Manager(kube, FakeInformer(kube), WorkQueue(0.01, 0.02), NoRuns(), Settings(), config)
+    m = ProxyController(kube, FakeInformer(kube), WorkQueue(0.01, 0.02), NoRuns(), Settings(), config)
     m.reload_config()
     assert _queued(m) == ["ns/k1", "ns/k2", "ns/l1"]  # the first version: every provider changed
     os.replace(str(key), str(tmp_path / "old"))

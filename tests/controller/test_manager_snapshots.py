@@ -1,6 +1,6 @@
 """The manager applies an answer only to the object it was planned for (issue 14).
 
-Runs the real Manager, WorkQueue and Reconciler over the in-memory API of fake_cluster.py:
+Runs the real ProxyController, WorkQueue and Reconciler over the in-memory API of fake_cluster.py:
 objects are edited, replaced or made stale "while the run goes on", and the tests check what
 was written and what is planned next.
 """
@@ -12,15 +12,15 @@ import os
 
 import pytest
 from egress_proxies_controller import api
-from egress_proxies_controller import informer as informer_mod
-from egress_proxies_controller.kube import Kube
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Answer, Settings
-from egress_proxies_controller.spec import ProxySpec
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube import informer as informer_mod
+from egress_proxies_controller.kube.client import Kube
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.reconciler import Answer, Settings
+from egress_proxies_controller.proxy.spec import ProxySpec
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 
 from .fake_cluster import FakeExecutor, FakeInformer, FakeKube, proxy_object
 
@@ -42,16 +42,16 @@ def running(key, action, fields):
     )
 
 
-def manager(kube, executor, providers_file, informer=None) -> Manager:
+def manager(kube, executor, providers_file, informer=None) -> ProxyController:
     queue = WorkQueue(0.01, 0.02)
     private = os.path.join(os.path.dirname(providers_file), "private")
     config = ProvidersConfig(providers_file, private, lambda _path, _names: [])
-    m = Manager(kube, informer or FakeInformer(kube), queue, executor, Settings(), config)
+    m = ProxyController(kube, informer or FakeInformer(kube), queue, executor, Settings(), config)
     m.reload_config()
     return m
 
 
-def tick(m: Manager) -> list:
+def tick(m: ProxyController) -> list:
     keys = m.queue.pop_due(100, 0)
     m._process(keys)
     assert m.drain(30)

@@ -237,7 +237,7 @@ def test_proxy_spec_is_closed():
 def test_proxy_placement_keys_are_the_modules_placement_fields_in_camel_case():
     """spec.placement is read by placement.CRD_KEYS (controller spec and manager) and handed to
     the modules as their placement option, field by field: the CRD must name exactly those."""
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import placement
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import placement
 
     properties = schema_of("proxies")["properties"]["spec"]["properties"]["placement"]["properties"]
     assert set(properties) == set(placement.CRD_KEYS.values())
@@ -415,7 +415,8 @@ def test_kvm_sample_secret_holds_the_referenced_key():
 
 @pytest.mark.parametrize("rel", ["samples/providers_configmap.yaml", "manager/providers_configmap.yaml"])
 def test_providers_configmaps_parse(rel):
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, registry
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
 
     document = providers_document(rel)
     entries = document["providers"]

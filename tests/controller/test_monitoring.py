@@ -11,7 +11,7 @@ import re
 
 import pytest
 import yaml
-from egress_proxies_controller import metrics as metrics_mod
+from egress_proxies_controller.telemetry import metrics as metrics_mod
 from kubernetes.dynamic import DynamicClient
 
 from . import e2e_lib, kustomize_render, monitoring_lib, promql, test_kustomize

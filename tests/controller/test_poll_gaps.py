@@ -1,14 +1,14 @@
-"""The poll-gap histogram (poll_gaps.py): what the steady-state bench reads to say whether any
+"""The poll-gap histogram (telemetry/poll_gaps.py): what the steady-state bench reads to say whether any
 Running Proxy went longer than twice its poll interval without an answered poll."""
 
 from __future__ import annotations
 
 import types
 
-from egress_proxies_controller import model
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.metrics import Metrics
-from egress_proxies_controller.poll_gaps import PollGaps
+from egress_proxies_controller.proxy import model
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.telemetry.metrics import Metrics
+from egress_proxies_controller.telemetry.poll_gaps import PollGaps
 from prometheus_client import CollectorRegistry
 
 
@@ -47,11 +47,11 @@ def test_the_manager_notes_answered_polls_and_forgets_on_other_steps():
     obj = {"status": {"state": "Running"}}
     get = model.Action(op=model.GET, phase=model.PHASE_POLL, provider="local", uid="u1")
     ok, failed = model.Answer(ok=True), model.Answer(ok=False, error_class="transient")
-    Manager._note_poll(manager, obj, get, ok)
-    Manager._note_poll(manager, obj, get, failed)
-    Manager._note_poll(manager, obj, get, ok)
+    ProxyController._note_poll(manager, obj, get, ok)
+    ProxyController._note_poll(manager, obj, get, failed)
+    ProxyController._note_poll(manager, obj, get, ok)
     assert _buckets(metrics.registry, "Running")["+Inf"] == 1
     delete = model.Action(op=model.DELETE, phase=model.PHASE_REPLACE, provider="local", uid="u1")
-    Manager._note_poll(manager, obj, delete, ok)
-    Manager._note_poll(manager, obj, get, ok)
+    ProxyController._note_poll(manager, obj, delete, ok)
+    ProxyController._note_poll(manager, obj, get, ok)
     assert _buckets(metrics.registry, "Running")["+Inf"] == 1

@@ -6,8 +6,8 @@ the queue's clock past the resync unless it says so."""
 
 from __future__ import annotations
 
-from egress_proxies_controller.informer import Informer
-from egress_proxies_controller.pool_members import MemberIndex
+from egress_proxies_controller.kube.informer import Informer
+from egress_proxies_controller.pool.members import MemberIndex
 
 from .pool_fakes import UID, controller, make_ready, pool_obj
 

@@ -6,8 +6,8 @@ replicas + maxSurge members) and the scale-down order (newest not-Ready first, t
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller import pool_rollout
-from egress_proxies_controller.pool_model import Member, Pool, parse_duration
+from egress_proxies_controller.pool import rollout as pool_rollout
+from egress_proxies_controller.pool.model import Member, Pool, parse_duration
 
 NOW = 10_000.0
 

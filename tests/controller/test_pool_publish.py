@@ -8,8 +8,8 @@ from __future__ import annotations
 import base64
 import json
 
-from egress_proxies_controller.pool_model import Member, Pool
-from egress_proxies_controller.pool_publish import Publisher, render, sliceable
+from egress_proxies_controller.pool.model import Member, Pool
+from egress_proxies_controller.pool.publish import Publisher, render, sliceable
 
 NOW = 1_800_000_000.0
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 import json
 
-from egress_proxies_controller import pool_reconciler
-from egress_proxies_controller.pool_model import POOL_FINALIZER
+from egress_proxies_controller.pool import controller as pool_reconciler
+from egress_proxies_controller.pool.model import POOL_FINALIZER
 
 from .pool_fakes import UID, controller, make_ready, pool_obj, tick
 
@@ -222,7 +222,7 @@ def test_the_same_content_keeps_every_member_and_the_fingerprint_is_the_pools_ow
     ctl.auth = pool_reconciler.PoolAuth(ctl.pools)  # a restarted controller computes it again
     tick(ctl)
     assert ctl.pools.deleted == [] and len(ctl.pools.created) == 3
-    from egress_proxies_controller import pool_auth
+    from egress_proxies_controller.pool import auth as pool_auth
 
     assert pool_auth.fingerprint(UID, "crawler", "pass") != pool_auth.fingerprint("other", "crawler", "pass")
     assert pool_auth.fingerprint(UID, "crawler", "pass") != pool_auth.fingerprint(UID, "crawler", "pass2")
@@ -249,7 +249,7 @@ def test_a_copy_name_taken_by_another_owner_makes_no_member():
     ctl, _queue = controller()
     said = recording(ctl)
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "pass")}
-    from egress_proxies_controller import pool_auth
+    from egress_proxies_controller.pool import auth as pool_auth
 
     taken = "web-auth-" + pool_auth.fingerprint(UID, "crawler", "pass")
     ctl.pools.secrets[taken] = {"metadata": {"name": taken, "uid": "x"}}

@@ -8,10 +8,10 @@ starting, and the planner deleted them."""
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller import pool_rollout, pool_spread
-from egress_proxies_controller.pool_model import Member, Target
+from egress_proxies_controller.pool import rollout, spread
+from egress_proxies_controller.pool.model import Member, Target
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_split
 
 NOW = 10_000.0
 QUOTA = "QuotaExceeded: AddressRangeExhausted: address range is exhausted"
@@ -36,9 +36,9 @@ def decide(replicas: int, specs: list, skipped: list, targets=TARGETS, configure
     members = [member(s) for s in specs]
     revisions = {t.name: "r1" for t in targets}
     providers = {t.name: t.provider for t in targets}
-    caps = pool_spread.skip_caps(skipped, providers, set(configured), members, revisions)
+    caps = spread.skip_caps(skipped, providers, set(configured), members, revisions)
     desired = pool_split.split(replicas, targets, caps)
-    plan = pool_rollout.plan(members, desired, revisions, NOW, 0.0, replicas, 1, 1)
+    plan = rollout.plan(members, desired, revisions, NOW, 0.0, replicas, 1, 1)
     return caps, desired, plan
 
 
@@ -81,4 +81,4 @@ def test_a_target_whose_provider_left_the_file_holds_nothing():
 
 def test_the_keep_and_delete_orders_put_failed_members_last_and_first():
     members = [member(s) for s in ("a0:failed:900", "a1:prov:10", "a2:ready:50", "a3:failed:1")]
-    assert [m.name for m in pool_rollout.delete_order(members)] == ["a3", "a0", "a1", "a2"]
+    assert [m.name for m in rollout.delete_order(members)] == ["a3", "a0", "a1", "a2"]

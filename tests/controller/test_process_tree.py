@@ -15,7 +15,7 @@ import sys
 import uuid
 
 from contract import pids
-from egress_proxies_controller import process_tree
+from egress_proxies_controller.runs import process_tree
 
 # touches a gigabyte, so its teardown after SIGKILL takes a while after its block is gone
 BIG = (

@@ -8,7 +8,7 @@ each problem is reported once, and that a fixed file is taken by itself.
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller.providers_config import ProvidersConfig, check
+from egress_proxies_controller.config.providers_file import ProvidersConfig, check
 
 GOOD = (
     b"installation: t\nproviders:\n"

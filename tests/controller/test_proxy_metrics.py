@@ -1,11 +1,11 @@
 """The series the dashboard and the alerts need beyond the run and queue figures: Proxies by
-provider and Ready reason, the longest not-Ready spell (proxy_metrics.py), a pool's rotation
-progress and floor (pool_metrics.py), and the leader gauge of a replica without leader election."""
+provider and Ready reason, the longest not-Ready spell (telemetry/proxy_metrics.py), a pool's rotation
+progress and floor (telemetry/pool_metrics.py), and the leader gauge of a replica without leader election."""
 
 from __future__ import annotations
 
-from egress_proxies_controller import metrics as metrics_mod
-from egress_proxies_controller.pool_model import ROTATE_ANNOTATION
+from egress_proxies_controller.pool.model import ROTATE_ANNOTATION
+from egress_proxies_controller.telemetry import metrics as metrics_mod
 from prometheus_client.parser import text_string_to_metric_families
 
 from . import test_pool_reconciler as pools

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from egress_proxies_controller import metrics as metrics_mod
-from egress_proxies_controller.queue_metrics import WorkQueueMetrics
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.telemetry import metrics as metrics_mod
+from egress_proxies_controller.telemetry.queue_metrics import WorkQueueMetrics
 from prometheus_client import CollectorRegistry
 
 

@@ -1,5 +1,5 @@
 """/readyz and /healthz as the parts come up (readiness.py), and the providers-file reports on
-the Lease (lease_reports.py): once extracted from main(), now table-tested."""
+the Lease (config/lease_reports.py): once extracted from main(), now table-tested."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import types
 
 import pytest
-from egress_proxies_controller.lease_reports import LeaseReports
+from egress_proxies_controller.config.lease_reports import LeaseReports
 from egress_proxies_controller.readiness import Readiness
 
 

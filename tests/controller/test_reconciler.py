@@ -10,7 +10,7 @@ import copy
 
 import pytest
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import (
+from egress_proxies_controller.proxy.reconciler import (
     CREATE,
     DELETE,
     GET,
@@ -25,9 +25,9 @@ from egress_proxies_controller.reconciler import (
     Reconciler,
     Settings,
 )
-from egress_proxies_controller.spec import ProxySpec
+from egress_proxies_controller.proxy.spec import ProxySpec
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 
 SETTINGS = Settings(provisioning_poll=10, deletion_poll=11, requeue_now=1, quota_retry=300, running_poll=60)
 UID = "2f6c1c0e-0000-4000-8000-000000000001"

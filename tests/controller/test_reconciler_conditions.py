@@ -9,7 +9,7 @@ are emitted on a transition, not on every poll.
 from __future__ import annotations
 
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import Answer, Reconciler
+from egress_proxies_controller.proxy.reconciler import Answer, Reconciler
 
 from .test_reconciler import NOW, SETTINGS, cond, instance, proxy, running_status
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import GET, PERMANENT, PHASE_POLL, Answer, Reconciler
+from egress_proxies_controller.proxy.reconciler import GET, PERMANENT, PHASE_POLL, Answer, Reconciler
 
 from controller.test_reconciler import NOW, SETTINGS, cond, proxy, running_status
 

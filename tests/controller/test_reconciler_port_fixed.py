@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import CREATE, Answer, Reconciler
+from egress_proxies_controller.proxy.reconciler import CREATE, Answer, Reconciler
 
 from .test_reconciler import NOW, SETTINGS, cond, instance, proxy
 
-PORT_FIXED = "PortFixedAtCreation"  # what proxy_instance answers (module_utils/errors.py)
+PORT_FIXED = "PortFixedAtCreation"  # what proxy_instance answers (module_utils/core/errors.py)
 
 
 def _refusal(found: str) -> Answer:

@@ -10,9 +10,9 @@ have run before a crash).
 from __future__ import annotations
 
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import CREATE, DELETE, Answer, Reconciler
+from egress_proxies_controller.proxy.reconciler import CREATE, DELETE, Answer, Reconciler
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.names import name_from_uid
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 
 from .test_reconciler import NOW, SETTINGS, UID, cond, instance, proxy, running_status
 

@@ -10,7 +10,7 @@ Permanent error from generation 1 never latches generation 2.
 from __future__ import annotations
 
 from egress_proxies_controller import api
-from egress_proxies_controller.reconciler import CREATE, DELETE, Answer, Reconciler
+from egress_proxies_controller.proxy.reconciler import CREATE, DELETE, Answer, Reconciler
 
 from .test_reconciler import NOW, SETTINGS, cond, instance, proxy, running_status
 

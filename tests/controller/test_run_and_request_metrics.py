@@ -4,9 +4,9 @@ names, and each runner run split into start-up, module work and wind-down from i
 from __future__ import annotations
 
 from cluster import kube_testlib
-from egress_proxies_controller import runner_phases
-from egress_proxies_controller.metrics import Metrics
-from egress_proxies_controller.rest_metrics import RestClientMetrics
+from egress_proxies_controller.telemetry import runner_phases
+from egress_proxies_controller.telemetry.metrics import Metrics
+from egress_proxies_controller.telemetry.rest_metrics import RestClientMetrics
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.orphan_gc import OrphanGC
+from egress_proxies_controller.loops.orphan_gc import OrphanGC
+from egress_proxies_controller.proxy.controller import ProxyController
 
 
 class Informer:
@@ -63,7 +63,7 @@ def test_the_gc_waits_for_a_validated_providers_file_instead_of_failing_a_run(ca
 def test_liveness_fails_when_the_loop_stops_going_round():
     import time
 
-    m = Manager.__new__(Manager)
+    m = ProxyController.__new__(ProxyController)
     m.last_progress = 0.0  # the loop last went round at boot and never again
     assert not m.healthy(within=60)
     m.last_progress = time.monotonic()

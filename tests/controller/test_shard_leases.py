@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 import os
 
-from egress_proxies_controller import shards
-from egress_proxies_controller.shard_leases import ShardCoordinator
+from egress_proxies_controller.sharding import assignment as shards
+from egress_proxies_controller.sharding.leases import ShardCoordinator
 from kubernetes.client.exceptions import ApiException
 
 NS, ID, COUNT = "ns", "ctl", 6

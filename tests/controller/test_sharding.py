@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 import threading
 
-from egress_proxies_controller import shards
-from egress_proxies_controller.held_keys import HeldKeys
-from egress_proxies_controller.manager import Manager
-from egress_proxies_controller.orphan_gc import OrphanGC
-from egress_proxies_controller.providers_config import ProvidersConfig
-from egress_proxies_controller.reconciler import Settings
-from egress_proxies_controller.sharding import Sharding, ShardKeys
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.loops.orphan_gc import OrphanGC
+from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.held_keys import HeldKeys
+from egress_proxies_controller.proxy.reconciler import Settings
+from egress_proxies_controller.sharding import assignment as shards
+from egress_proxies_controller.sharding.keys import Sharding, ShardKeys
 
 from .fake_cluster import FakeInformer, FakeKube, proxy_object
 from .test_manager_snapshots import running
@@ -71,7 +71,7 @@ def setup(tmp_path, held):
     keys = HeldKeys()
     sharding = Sharding(ShardKeys(COUNT, informer, queue, keys), Coordinator(held))
     executor = RecordingExecutor()
-    manager = Manager(
+    manager = ProxyController(
         kube, informer, queue, executor, Settings(), config, tick=0.05, owns=sharding.owns, held=keys
     )
     return kube, informer, queue, sharding, executor, manager

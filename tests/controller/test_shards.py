@@ -7,9 +7,9 @@ import itertools
 import uuid
 
 import pytest
-from egress_proxies_controller import shards
+from egress_proxies_controller.sharding import assignment as shards
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import uid_shards
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import uid_shards
 
 MEMBERS = ["ctl-a_1", "ctl-b_2", "ctl-c_3"]
 

@@ -6,9 +6,9 @@ controller's tracing.configure and the module runs both use."""
 from __future__ import annotations
 
 import pytest
-from egress_proxies_controller import tracing
+from egress_proxies_controller.telemetry import tracing
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import tracing as module_tracing
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import tracing as module_tracing
 
 ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
 

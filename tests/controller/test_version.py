@@ -4,7 +4,9 @@ against the API server's audit log in test_e2e_rbac_audit.py."""
 
 from __future__ import annotations
 
-from egress_proxies_controller import kube, metrics, version
+from egress_proxies_controller import version
+from egress_proxies_controller.kube import client as kube
+from egress_proxies_controller.telemetry import metrics
 
 from .test_package import collection_version
 

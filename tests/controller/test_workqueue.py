@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.kube.workqueue import WorkQueue
 
 
 class Clock:

@@ -8,8 +8,8 @@ import dataclasses
 import threading
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 
 #: seconds past its deadline a call may take before it counts as hung (thread start-up, close)
 OVERRUN_GRACE = 10.0

@@ -24,17 +24,17 @@ from cluster import kube_testlib
 from contract.local_backend import LocalBackend
 from contract.suite import wait_for_state
 from controller.e2e_lib import GROUP, PLURAL, VERSION, proxy_body
-from egress_proxies_controller.informer import Informer
-from egress_proxies_controller.kube import Kube
-from egress_proxies_controller.metrics import Metrics
-from egress_proxies_controller.proxy_health import ProxyHealthEngine
-from egress_proxies_controller.workqueue import WorkQueue
+from egress_proxies_controller.kube.client import Kube
+from egress_proxies_controller.kube.informer import Informer
+from egress_proxies_controller.kube.workqueue import WorkQueue
+from egress_proxies_controller.loops.proxy_probes import ProxyHealthEngine
+from egress_proxies_controller.telemetry.metrics import Metrics
 from kubernetes import config as kube_config
 from proxy_traffic import origin_server
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
 
 #: seconds the engine gives one probe (the controller's --probe-timeout default)
 PROBE_TIMEOUT = 2.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 
 #: answers a transient fault may give: it worked, or it could not tell / was limited
 TRANSIENT_OUTCOMES = ("ok", errors.TRANSIENT, errors.QUOTA_EXCEEDED)

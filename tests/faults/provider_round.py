@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 import uuid
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import gc
 from faults import invariants
 from faults.calls import CallLog
 from faults.results import Outcome

@@ -9,7 +9,7 @@ import os
 import re
 
 RUN_MARK = re.compile(rb"(?:^|\0)EGRESS_PROXIES_RUN=([0-9a-f]{32})(?:\0|$)")
-FORK_SERVER = b"egress_proxies_controller.fork_server"
+FORK_SERVER = b"egress_proxies_controller.runs.fork_server"
 
 
 def _processes(workdir: str):

@@ -32,7 +32,7 @@ from faults.scenario import Scenario, no_fault
 
 CONTROLLER = ("controller",)
 PROVIDER = "k8srot"
-LABEL_UID = "proxy-operator-uid"  # plugins/module_utils/names.py, on the provider's Pods
+LABEL_UID = "proxy-operator-uid"  # plugins/module_utils/core/names.py, on the provider's Pods
 #: kwok Pods run no Squid: with the proxy health engine off, Ready means Running
 NO_PROBES = ("--probe-interval", "0")
 

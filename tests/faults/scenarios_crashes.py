@@ -12,7 +12,7 @@ import uuid
 
 from contract import pids
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from faults import invariants, playbook_runs
 from faults.provider_round import sentinel_cloud_init
 from faults.results import Outcome

@@ -14,7 +14,7 @@ import os
 import time
 import uuid
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import gc
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import gc
 from faults import invariants, playbook_runs
 from faults.results import Outcome
 from faults.scenario import Scenario, no_fault

@@ -13,8 +13,9 @@ import collections
 import time
 import uuid
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names, observe
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 
 class Target:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contract.gcp_backend import GcpBackend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import labels
 from faults.target import Target
 

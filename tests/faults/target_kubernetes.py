@@ -10,7 +10,7 @@ import yaml
 from contract.kubernetes_backend import KubernetesBackend
 from kubernetes import client as k8s
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 from faults.target import Target
 
 

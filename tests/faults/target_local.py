@@ -8,7 +8,7 @@ import os
 
 from contract.local_backend import LocalBackend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import store
 from faults.target import Target
 

@@ -15,8 +15,8 @@ import uuid
 import pytest
 from contract.gcp_backend import ZONE, GcpBackend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     provider as gcp_provider,

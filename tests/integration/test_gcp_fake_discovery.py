@@ -23,8 +23,8 @@ from fakes.gcp import discovery
 from google.api_core import exceptions as api_exceptions
 from google.cloud import compute_v1
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 
 backend = gcp_backend  # the harness fixture (its own fake API server), by its name
 

@@ -15,8 +15,8 @@ import uuid
 import pytest
 from contract.gcp_backend import gcp_backend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert
 
 REFUSED = ("INVALID_FIELD_VALUE", "Invalid value for field 'resource.sourceRanges[0]'", 400, "BAD REQUEST")

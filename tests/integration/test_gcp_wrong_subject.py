@@ -15,8 +15,8 @@ import uuid
 import pytest
 from contract.gcp_backend import PROJECT, ZONE, gcp_backend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert
 
 backend = gcp_backend  # the harness fixture (its own fake API server), by its name

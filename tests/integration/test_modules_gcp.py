@@ -15,9 +15,14 @@ import pytest
 from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, names, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import CreateRequest, Placement
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import (
+    CreateRequest,
+    Placement,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 
 from .playbook import run_playbook
 
@@ -372,7 +377,10 @@ def test_auth_reaches_the_vm_as_a_hash_beside_the_users_cloud_init(tmp_path, fak
     import email
     import email.policy
 
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, proxy_auth
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import (
+        cloud_init_auth,
+        proxy_auth,
+    )
 
     password = "PW-%s" % uuid.uuid4().hex
     uid = str(uuid.uuid4())

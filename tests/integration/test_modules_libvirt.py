@@ -18,7 +18,8 @@ import pytest
 from contract import libvirt_fixtures
 from contract.libvirt_backend import HOST_NAME, PROVIDER_NAME, LibvirtContractBackend
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, names, proxy_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth, proxy_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import ids
 
 from .playbook import run_playbook

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import uid_shards
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import uid_shards
 
 from .local_env import instance_dirs, squid_pids
 from .playbook import run_playbook

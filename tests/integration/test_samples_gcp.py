@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 import yaml
-from egress_proxies_controller import run_inputs
+from egress_proxies_controller.proxy import run_inputs
 from fakes.gcp import FakeCompute
 from fakes.gcp.model import Timing
 

@@ -123,20 +123,33 @@ def source_files(root: str = ROOT) -> list[str]:
     return sorted(p.replace(os.sep, "/") for p in paths)
 
 
+def layers_of(name: str) -> list[str]:
+    """Every layer whose folders hold a module_utils name (one, in a sound contract)."""
+    return [layer for layer, homes in c.LAYERS.items() if _under(name, homes)]
+
+
 def layer_of(name: str) -> str | None:
-    """The layer of a module_utils name (``names`` -> core, ``providers.gcp.api`` -> providers/gcp)."""
+    """The layer of a module_utils name, by its folder (``core.names`` -> core,
+    ``providers.gcp.api`` -> providers/gcp)."""
     parts = name.split(".")
     if parts[0] == "providers":
         return "providers/" + parts[1] if len(parts) > 1 else "providers"
-    for layer, members in c.LAYERS.items():
-        if name in members:
-            return layer
-    return None
+    found = layers_of(name)
+    return found[0] if found else None
 
 
 def provider_may_import() -> tuple[str, ...]:
     """Rule 5's allow-list: every helper and the core files named for providers."""
     return (*c.PROVIDER_MAY_IMPORT_CORE, *c.LAYERS["helpers"])
+
+
+def files_under(known: set[str], names: Iterable[str]) -> list[str]:
+    """The module_utils files an allow-list's names stand for (a folder stands for its files)."""
+    return sorted(
+        n.removeprefix("module_utils.")
+        for n in known
+        if n.startswith("module_utils.") and _under(n.removeprefix("module_utils."), names)
+    )
 
 
 def _under(name: str, homes: Iterable[str]) -> bool:
@@ -167,7 +180,7 @@ class FileCheck:
         self.violations: list[Violation] = []
         rel = path.removeprefix("plugins/").removesuffix(".py").removesuffix("/__init__")
         self.in_plugins = path.startswith("plugins/")
-        self.dotted = rel.replace("/", ".")  # module_utils.names, modules.proxy_gc, inventory.proxies
+        self.dotted = rel.replace("/", ".")  # module_utils.core.names, modules.proxy_gc, inventory.proxies
         self.kind = self.dotted.split(".")[0] if self.in_plugins else "controller"
         self.mu = self.dotted.removeprefix("module_utils.") if self.kind == "module_utils" else ""
         self.layer = layer_of(self.mu) if self.mu else None
@@ -182,7 +195,7 @@ class FileCheck:
                 self.fail(line, call, 1, "a dynamic import is invisible to Ansible's bundling")
         if self.in_plugins and self.mu != c.EXIT_CALLER:
             for line, call in exit_calls(self.tree):
-                self.fail(line, call, 9, "raise an error from errors.py; ProxyModule turns it into a result")
+                self.fail(line, call, 9, "raise a core/errors.py error; ProxyModule makes it a result")
         for imp in imports(self.tree):
             self.check(imp)
         return self.violations
@@ -214,12 +227,12 @@ class FileCheck:
         if imp.relative:
             return
         top = imp.module.split(".")[0]
-        if top == "kubernetes" and os.path.basename(self.path) != c.CONTROLLER_KUBERNETES_HOME:
-            self.fail(imp.line, imp.statement, 12, "take it from kube.py (%s)" % c.CONTROLLER_KUBERNETES_HOME)
+        if top == "kubernetes" and not self.path.endswith("/" + c.CONTROLLER_KUBERNETES_HOME):
+            self.fail(imp.line, imp.statement, 12, "take it from %s" % c.CONTROLLER_KUBERNETES_HOME)
         if imp.module.startswith("ansible_collections.crawl.egress_proxies") or top == "plugins":
             target = _ours(imp, self.known) or imp.module
             name = target.removeprefix("module_utils.")
-            if not target.startswith("module_utils.") or name not in c.CONTROLLER_MAY_IMPORT:
+            if not target.startswith("module_utils.") or not _under(name, c.CONTROLLER_MAY_IMPORT):
                 self.fail(imp.line, imp.statement, 11, "%s is not in CONTROLLER_MAY_IMPORT" % target)
 
     def check_ansible(self, imp: Import) -> None:
@@ -271,7 +284,7 @@ class FileCheck:
             if to and to.startswith("providers/"):
                 if to != self.layer:
                     fail(imp.line, imp.statement, 5, "another provider's package (%s)" % to)
-            elif name not in provider_may_import():
+            elif not _under(name, provider_may_import()):
                 fail(
                     imp.line,
                     imp.statement,
@@ -306,17 +319,25 @@ def check_contracts(root: str = ROOT) -> list[Violation]:
         problems.append(Violation(path, 0, "-", rule, why))
 
     contracts = "tests/unit/import_contracts.py"
-    top_level = {n.split(".")[1] for n in known if n.count(".") == 1 and n.startswith("module_utils.")}
+    files = {
+        n.removeprefix("module_utils.")
+        for n in known
+        if n.startswith("module_utils.") and not n.startswith("module_utils.providers.")
+    }
     placed: dict[str, str] = {}
-    for layer, members in c.LAYERS.items():
-        for name in members:
-            if name in placed:
-                fail(contracts, "the layers", "%s is in both %s and %s" % (name, placed[name], layer))
-            placed[name] = layer
-            if name not in top_level:
-                fail(contracts, "the layers", "%s (%s) names no module_utils file" % (name, layer))
-    for name in sorted(top_level - placed.keys()):
-        fail("plugins/module_utils/%s.py" % name, "the layers", "in no layer: place it in LAYERS")
+    for layer, homes in c.LAYERS.items():
+        for home in homes:
+            if not files_under(known, [home]):
+                fail(contracts, "the layers", "%s (%s) names no module_utils file or folder" % (home, layer))
+    for name in sorted(files):
+        found = layers_of(name)
+        if len(found) > 1:
+            fail(contracts, "the layers", "%s is in both %s" % (name, " and ".join(found)))
+        elif not found:
+            path = "plugins/module_utils/%s.py" % name.replace(".", "/")
+            fail(path, "the layers", "in no layer: place its folder in LAYERS")
+        else:
+            placed[name] = found[0]
     modules = {n.removeprefix("modules.") for n in known if n.startswith("modules.")}
     for name in sorted(modules ^ c.MODULE_RUNNERS.keys()):
         fail("plugins/modules/%s.py" % name, 2, "modules and MODULE_RUNNERS differ")
@@ -332,7 +353,7 @@ def check_contracts(root: str = ROOT) -> list[Violation]:
                 fail(contracts, 7, "the home %s of %s names no file" % (home, top))
     for name in c.CONTROLLER_MAY_IMPORT:
         if name not in placed:
-            fail(contracts, 11, "CONTROLLER_MAY_IMPORT names %s, no top-level module_utils file" % name)
+            fail(contracts, 11, "CONTROLLER_MAY_IMPORT names %s, no module_utils file" % name)
     problems += _closed(root, known, provider_may_import(), 5, stdlib_only=False)
     problems += _closed(root, known, c.CONTROLLER_MAY_IMPORT, 11, stdlib_only=True)
     return problems
@@ -342,9 +363,9 @@ def _closed(
     root: str, known: set[str], names: Iterable[str], rule: int, stdlib_only: bool
 ) -> list[Violation]:
     """An allow-list is only as narrow as what its files import in turn."""
-    allowed = set(names)
+    allowed = tuple(names)
     problems: list[Violation] = []
-    for name in sorted(allowed):
+    for name in files_under(known, allowed):
         path = "plugins/module_utils/%s.py" % name.replace(".", "/")
         try:
             with open(os.path.join(root, path), encoding="utf-8") as handle:
@@ -354,7 +375,7 @@ def _closed(
         for imp in imports(tree):
             target = _ours(imp, known)
             if target is not None:
-                if target.removeprefix("module_utils.") not in allowed:
+                if not _under(target.removeprefix("module_utils."), allowed):
                     why = "imports %s, which its allow-list does not hold" % target
                     problems.append(Violation(path, imp.line, imp.statement, rule, why))
             elif stdlib_only and not _dependency_free(imp):

@@ -2,9 +2,9 @@
 
 tests/unit/test_import_rules.py checks every .py under plugins/ and the controller against them,
 and hack/import_rules_doc.py renders them into docs/architecture.md, so the page, the test and
-the code cannot drift apart. Names are module paths below ``plugins/module_utils/`` (``names``,
-``providers.gcp``); a provider package's files need no entry: each is in ``providers/<name>``.
-A new top-level module_utils file fails the test until it is placed in a layer here.
+the code cannot drift apart. Names are module paths below ``plugins/module_utils/`` (``core.names``,
+``providers.gcp``); a name that is a folder stands for every file below it. A file's layer is
+its folder's; a new folder (or top-level file) fails the test until it is placed in a layer here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ RULES: dict[int, str] = {
     9: "only ProxyModule calls fail_json/exit_json",
     10: "controller-side plugins reach providers only through provider_session",
     11: "the controller imports from plugins/ only the files in CONTROLLER_MAY_IMPORT",
-    12: "the controller imports the kubernetes client only in kube.py",
+    12: "the controller imports the kubernetes client only in kube/client.py",
 }
 
 # Why a rule has no static check (the page says so too).
@@ -31,58 +31,15 @@ NOT_CHECKED: dict[int, str] = {
     " (`test_constructor_never_*`, `test_constructor_makes_no_call_*`)",
 }
 
-# Every top-level file of plugins/module_utils/, in exactly one layer (the order is the page's).
+# Each layer and its folders below plugins/module_utils/ (a top-level file stands for itself):
+# a file's folder is its layer, so a new file needs no entry, and a new folder fails the test
+# until it is placed here. Provider packages (``providers/<name>``) are a layer each.
 LAYERS: dict[str, tuple[str, ...]] = {
-    "module glue": ("proxy_module", "args_common", "arg_shapes"),
-    "runners": (
-        "instances",
-        "instance_items",
-        "instance_diff",
-        "inventory",
-        "orphans",
-        "gc",
-        "live_uids",
-        "health",
-        "pools",
-        "pool_params",
-        "pool_split",
-        "pool_members",
-        "pool_lock",
-        "pool_target",
-        "batch",
-    ),
+    "module glue": ("module_glue",),
+    "runners": ("runners",),
     "registry": ("registry",),
-    "core": (
-        "contract",
-        "placement",
-        "config_keys",
-        "errors",
-        "error_seam",
-        "deadline",
-        "names",
-        "config",
-        "config_base",
-        "config_yaml",
-        "provider_type",
-        "observe",
-        "tracing",
-        "pydantic_compat",
-        "squid_conf",
-        "rate_limit",
-    ),
-    "helpers": (
-        "abandon",
-        "cloud_init_auth",
-        "credential_files",
-        "excerpt",
-        "file_lock",
-        "ownership",
-        "param_checks",
-        "proxy_auth",
-        "sha512_crypt",
-        "timestamps",
-        "uid_shards",
-    ),
+    "core": ("core", "config", "telemetry"),
+    "helpers": ("helpers",),
 }
 
 # What each layer's files are for, one line each on the page.
@@ -97,30 +54,30 @@ LAYER_PURPOSE: dict[str, str] = {
 
 # Rule 2: each module and its runner (a new module fails the test until it is named here).
 MODULE_RUNNERS: dict[str, str] = {
-    "proxy_instance": "instances",
-    "proxy_info": "inventory",
-    "proxy_gc": "orphans",
-    "proxy_check": "health",
-    "proxy_pool": "pools",
+    "proxy_instance": "runners.instances",
+    "proxy_info": "runners.inventory",
+    "proxy_gc": "runners.orphans",
+    "proxy_check": "runners.health",
+    "proxy_pool": "runners.pools",
 }
-MODULE_GLUE_FOR_MODULES: tuple[str, ...] = ("proxy_module", "args_common")
+MODULE_GLUE_FOR_MODULES: tuple[str, ...] = ("module_glue.proxy_module", "module_glue.args_common")
 
 # Rule 3: the one glue file runners may import (option specs and state names, no AnsibleModule).
-RUNNER_MAY_IMPORT_GLUE: tuple[str, ...] = ("args_common",)
+RUNNER_MAY_IMPORT_GLUE: tuple[str, ...] = ("module_glue.args_common",)
 
 # Rule 5: the core files a provider package may import, besides every helper and its own
 # package; the check also holds this set closed under the helpers' and these files' imports.
 PROVIDER_MAY_IMPORT_CORE: tuple[str, ...] = (
-    "contract",
-    "placement",
-    "errors",
-    "error_seam",
-    "deadline",
-    "names",
-    "config_base",
-    "pydantic_compat",
-    "provider_type",
-    "squid_conf",
+    "core.contract",
+    "core.placement",
+    "core.errors",
+    "core.error_seam",
+    "core.deadline",
+    "core.names",
+    "config.base",
+    "core.pydantic_compat",
+    "core.provider_type",
+    "core.squid_conf",
 )
 # Rule 5: the one part of ansible-core a provider may import (see the page for why).
 PROVIDER_MAY_IMPORT_ANSIBLE: tuple[str, ...] = ("ansible.module_utils.urls",)
@@ -128,10 +85,10 @@ PROVIDER_MAY_IMPORT_ANSIBLE: tuple[str, ...] = ("ansible.module_utils.urls",)
 # Rule 7: each third-party library (top-level import name) and where it may be imported: a
 # module_utils file, or a package (any file below it). Anything else is refused.
 THIRD_PARTY_HOMES: dict[str, tuple[str, ...]] = {
-    "pydantic": ("pydantic_compat",),
-    "opentelemetry": ("observe", "tracing"),
-    "yaml": ("config_yaml",),
-    "kubernetes": ("live_uids", "providers.kubernetes.sdk"),
+    "pydantic": ("core.pydantic_compat",),
+    "opentelemetry": ("telemetry",),
+    "yaml": ("config.yaml_reader",),
+    "kubernetes": ("runners.live_uids", "providers.kubernetes.sdk"),
     "urllib3": ("providers.kubernetes.sdk",),
     "google": ("providers.gcp",),
     "requests": ("providers.gcp",),
@@ -143,7 +100,7 @@ NOT_THIRD_PARTY: tuple[str, ...] = ("__future__", "ansible", "ansible_collection
 
 # Rule 9: the one file that calls these.
 EXIT_CALLS: tuple[str, ...] = ("fail_json", "exit_json")
-EXIT_CALLER: str = "proxy_module"
+EXIT_CALLER: str = "module_glue.proxy_module"
 
 # Rule 10: the controller-side plugins (paths below plugins/) and the one file among them that
 # may import the registry, a runner or the module glue.
@@ -153,21 +110,21 @@ PROVIDER_SESSION: str = "plugin_utils.provider_session"
 # Rule 11: the module_utils files the controller may import: pure, importing only the standard
 # library and each other (or optional libraries behind a guard: tracing).
 CONTROLLER_MAY_IMPORT: tuple[str, ...] = (
-    "config_keys",
-    "credential_files",
-    "names",
-    "placement",
-    "pool_split",
-    "pool_target",
-    "proxy_auth",
-    "tracing",
-    "uid_shards",
+    "config.keys",
+    "helpers.credential_files",
+    "core.names",
+    "core.placement",
+    "runners.pool_split",
+    "runners.pool_target",
+    "helpers.proxy_auth",
+    "telemetry.tracing",
+    "helpers.uid_shards",
     # what those import in turn
-    "errors",
-    "excerpt",
-    "sha512_crypt",
+    "core.errors",
+    "helpers.excerpt",
+    "helpers.sha512_crypt",
 )
 
 # Rule 12: the controller's one file that imports the kubernetes client (the others take
 # ``client``, ``watch`` and ``ApiException`` from it).
-CONTROLLER_KUBERNETES_HOME: str = "kube.py"
+CONTROLLER_KUBERNETES_HOME: str = "kube/client.py"

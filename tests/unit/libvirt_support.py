@@ -7,7 +7,8 @@ import hashlib
 
 from fakes.libvirt_fake import FakeDialer, FakeHost
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.guard import Budgets
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.provider import (
     LibvirtProvider,

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, proxy_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth, proxy_auth
 
 AUTH = proxy_auth.Auth("crawler", "s3cret:pass word")
 USER = "#cloud-config\npackages: [squid]\nruncmd:\n  - [systemctl, restart, squid]\n"

@@ -18,7 +18,7 @@ import pytest
 from contract.local_backend import free_port
 from proxy_traffic import fetch_via, origin_server
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, proxy_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth, proxy_auth
 
 pytestmark = pytest.mark.squid
 SQUID = shutil.which("squid") or shutil.which("squid", path="/usr/sbin:/usr/local/sbin")

@@ -1,19 +1,20 @@
-"""Unit tests for config.py: every bad input is refused with its exact path, all at once;
+"""Unit tests for config/providers_file.py: every bad input is refused with its exact path, all at once;
 files and the inline/file/env-var precedence of resolve()."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import BlockModel
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.provider_type import ProviderType
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import BlockModel
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.provider_type import ProviderType
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import Field
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.config import (
     DEFAULT_ADDRESS_RANGE,
     DEFAULT_STATE_DIR,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import Field
 
 OK = {"name": "a", "type": "local"}
 

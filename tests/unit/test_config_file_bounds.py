@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, config_yaml
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import yaml_reader
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
 
 VALID = "providers:\n  - name: local\n    type: local\n"
 BOMB = (
@@ -80,7 +81,7 @@ def test_file_over_the_size_limit_fails_fast(tmp_path):
     path = tmp_path / "providers.yaml"
     path.write_text(VALID + "#" * (50 * 1024 * 1024) + "\n")
     started = time.monotonic()
-    with pytest.raises(ConfigError, match="larger than %d bytes" % config_yaml.MAX_FILE_BYTES):
+    with pytest.raises(ConfigError, match="larger than %d bytes" % yaml_reader.MAX_FILE_BYTES):
         config.load_file(str(path))
     assert time.monotonic() - started < 2
 

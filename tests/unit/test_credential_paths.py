@@ -11,7 +11,8 @@ import pwd
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import credential_files, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import credential_files
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     classify as gcp_classify,
 )

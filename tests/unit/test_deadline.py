@@ -1,4 +1,4 @@
-"""Unit tests for deadline.py: remaining, budget, cancel, children, sleep."""
+"""Unit tests for core/deadline.py: remaining, budget, cancel, children, sleep."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import (
+    Deadline,
+    DeadlineExceeded,
+)
 
 
 def test_no_limit():

@@ -1,4 +1,4 @@
-"""The provider-operation seam (error_seam.py): the id, classify and wrap prologue every provider
+"""The provider-operation seam (core/error_seam.py): the id, classify and wrap prologue every provider
 operation runs. Table tests on a fake provider for each rule (each class, the chaining policy,
 what passes untouched), then the one rule the four providers used to differ on: a malformed id
 is Permanent and chained to its ``ValueError`` on every one of them."""
@@ -9,9 +9,9 @@ import traceback
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.error_seam import ErrorSeam
 from unit.libvirt_support import make as libvirt_make
 from unit.test_gcp_provider import make as gcp_make
 from unit.test_kubernetes_provider_offline import provider as kube_provider

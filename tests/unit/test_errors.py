@@ -1,10 +1,10 @@
-"""Unit tests for the error taxonomy (errors.py): wrap, class_of, rendering, ConfigError."""
+"""Unit tests for the error taxonomy (core/errors.py): wrap, class_of, rendering, ConfigError."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 
 
 class SdkError(Exception):

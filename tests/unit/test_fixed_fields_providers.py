@@ -12,11 +12,12 @@ import types
 
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, instances
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_items import Item
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import instances
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.instance_items import Item
 from unit.gcp_fake_api import instance
 from unit.libvirt_support import make as libvirt_make
 from unit.libvirt_support import request as libvirt_request

@@ -1,4 +1,4 @@
-"""Unit tests for gc.py: the decision table and a sweep over small in-memory providers."""
+"""Unit tests for runners/gc.py: the decision table and a sweep over small in-memory providers."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, gc, orphans, uid_shards
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import RUNNING, Instance
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import RUNNING, Instance
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import uid_shards
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import gc, orphans
 
 NOW = datetime.datetime(2026, 1, 2, 12, 0, 0, tzinfo=datetime.UTC)
 MIN_AGE = 600

@@ -8,8 +8,8 @@ import requests
 from google.api_core import exceptions as api_exceptions
 from google.auth import exceptions as auth_exceptions
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     REASON_SDK_MISSING,
     CredentialsProblem,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
 
 
 def parse(**block):

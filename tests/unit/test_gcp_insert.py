@@ -7,7 +7,7 @@ import json
 import pytest
 from google.cloud import compute_v1
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.config import GcpConfig
 

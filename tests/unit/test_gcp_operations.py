@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import (
+    Deadline,
+    DeadlineExceeded,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import operations
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     OperationFailed,

@@ -12,8 +12,9 @@ import uuid
 import pytest
 from fakes.trickle_server import TrickleServer
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, names
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import api as gcp_api
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
@@ -108,7 +109,7 @@ def test_missing_sdk_is_permanent_with_a_clear_message(monkeypatch):
 
 
 def test_missing_credentials_file_is_transient_like_every_credential_file(tmp_path):
-    """Issue 15: one rule for credential files (credential_files.py); a missing gcp key latched
+    """Issue 15: one rule for credential files (helpers/credential_files.py); a missing gcp key latched
     Permanent while a missing libvirt key was Transient."""
     missing = tmp_path / "not-mounted-yet.json"
     parsed = config.parse(

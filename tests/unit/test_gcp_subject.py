@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import subject
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import classify
 

@@ -21,12 +21,12 @@ spec.loader.exec_module(doc)
 MU = "from ansible_collections.crawl.egress_proxies.plugins.module_utils"
 PU = "from ansible_collections.crawl.egress_proxies.plugins.plugin_utils"
 GCP = "providers/gcp/insert"
-CTRL = "controller/egress_proxies_controller/model.py"
+CTRL = "controller/egress_proxies_controller/proxy/model.py"
 AM = "from ansible.module_utils.basic import AnsibleModule\n"
 
 
 def at(name: str) -> str:
-    """A short name as a path: ``names`` -> plugins/module_utils/names.py, ``modules/proxy_gc``,
+    """A short name as a path: ``core/names`` -> plugins/module_utils/core/names.py, ``modules/proxy_gc``,
     ``inventory/proxies``, ``plugin_utils/...`` below plugins/; the controller's path as it is."""
     if name.startswith("controller/"):
         return name
@@ -46,70 +46,82 @@ def in_function(source: str) -> str:
 
 # (id, rule, the file the source pretends to be, a source that breaks the rule).
 BREAKS = [
-    ("1-relative", 1, "instances", "from .names import name_from_uid\n"),
-    ("1-relative-in-function", 1, "instances", in_function("from . import names\n")),
-    ("1-dynamic", 1, "names", "import importlib\nimportlib.import_module('x')\n"),
-    ("1-dunder-import", 1, "names", "__import__('errors')\n"),
-    ("1-short-path", 1, "names", "from plugins.module_utils import errors\n"),
-    ("1-no-such-file", 1, "names", MU + " import no_such_file\n"),
-    ("1-not-module-utils", 1, "names", PU + " import proxy_hosts\n"),
+    ("1-relative", 1, "runners/instances", "from ..core.names import name_from_uid\n"),
+    ("1-relative-in-function", 1, "runners/instances", in_function("from . import names\n")),
+    ("1-dynamic", 1, "core/names", "import importlib\nimportlib.import_module('x')\n"),
+    ("1-dunder-import", 1, "core/names", "__import__('errors')\n"),
+    ("1-short-path", 1, "core/names", "from plugins.module_utils.core import errors\n"),
+    ("1-no-such-file", 1, "core/names", MU + " import no_such_file\n"),
+    ("1-not-module-utils", 1, "core/names", PU + " import proxy_hosts\n"),
     ("2-registry", 2, "modules/proxy_gc", MU + " import registry\n"),
-    ("2-other-runner", 2, "modules/proxy_gc", MU + " import instances\n"),
+    ("2-other-runner", 2, "modules/proxy_gc", MU + ".runners import instances\n"),
     ("2-provider", 2, "modules/proxy_gc", MU + ".providers.local import provider\n"),
     ("2-ansible", 2, "modules/proxy_gc", AM),
-    ("3-registry", 3, "instances", MU + " import registry\n"),
-    ("3-glue", 3, "pools", MU + ".proxy_module import ProxyModule\n"),
-    ("3-provider", 3, "gc", MU + ".providers.kubernetes import sdk\n"),
-    ("3-ansible", 3, "inventory", in_function("import ansible.module_utils.basic\n")),
-    ("4-glue-imports-provider", 4, "proxy_module", MU + ".providers.local import provider\n"),
+    ("3-registry", 3, "runners/instances", MU + " import registry\n"),
+    ("3-glue", 3, "runners/pools", MU + ".module_glue.proxy_module import ProxyModule\n"),
+    ("3-provider", 3, "runners/gc", MU + ".providers.kubernetes import sdk\n"),
+    ("3-ansible", 3, "runners/inventory", in_function("import ansible.module_utils.basic\n")),
+    ("4-glue-imports-provider", 4, "module_glue/proxy_module", MU + ".providers.local import provider\n"),
     ("4-registry-past-provider-type", 4, "registry", MU + ".providers.local import provider\n"),
     ("5-other-provider", 5, GCP, MU + ".providers.local import store\n"),
-    ("5-runner", 5, GCP, MU + " import instances\n"),
-    ("5-glue", 5, GCP, MU + " import proxy_module\n"),
-    ("5-core-not-allowed", 5, GCP, MU + " import config\n"),
+    ("5-runner", 5, GCP, MU + ".runners import instances\n"),
+    ("5-glue", 5, GCP, MU + ".module_glue import proxy_module\n"),
+    ("5-core-not-allowed", 5, GCP, MU + ".config import providers_file\n"),
     ("5-ansible", 5, GCP, in_function(AM)),
-    ("6-core-runner", 6, "config", MU + " import instances\n"),
-    ("6-helper-glue", 6, "excerpt", MU + ".proxy_module import ProxyModule\n"),
-    ("6-core-provider", 6, "names", MU + ".providers.gcp import labels\n"),
-    ("6-core-ansible", 6, "errors", "import ansible.module_utils.basic\n"),
-    ("7-unguarded", 7, "pydantic_compat", "import pydantic\n"),
-    ("7-unguarded-in-function", 7, "pydantic_compat", in_function("import pydantic\n")),
-    ("7-wrong-guard", 7, "pydantic_compat", "try:\n    import pydantic\nexcept ValueError:\n    pass\n"),
-    ("7-in-handler", 7, "pydantic_compat", "try:\n    pass\nexcept ImportError:\n    import pydantic\n"),
-    ("7-pydantic-elsewhere", 7, "config", guarded("import pydantic")),
-    ("7-otel-elsewhere", 7, "names", guarded("from opentelemetry import trace")),
-    ("7-kubernetes-elsewhere", 7, "gc", guarded("import kubernetes")),
+    ("6-core-runner", 6, "config/providers_file", MU + ".runners import instances\n"),
+    ("6-helper-glue", 6, "helpers/excerpt", MU + ".module_glue.proxy_module import ProxyModule\n"),
+    ("6-core-provider", 6, "core/names", MU + ".providers.gcp import labels\n"),
+    ("6-core-ansible", 6, "core/errors", "import ansible.module_utils.basic\n"),
+    ("7-unguarded", 7, "core/pydantic_compat", "import pydantic\n"),
+    ("7-unguarded-in-function", 7, "core/pydantic_compat", in_function("import pydantic\n")),
+    ("7-wrong-guard", 7, "core/pydantic_compat", "try:\n    import pydantic\nexcept ValueError:\n    pass\n"),
+    ("7-in-handler", 7, "core/pydantic_compat", "try:\n    pass\nexcept ImportError:\n    import pydantic\n"),
+    ("7-pydantic-elsewhere", 7, "config/providers_file", guarded("import pydantic")),
+    ("7-otel-elsewhere", 7, "core/names", guarded("from opentelemetry import trace")),
+    ("7-kubernetes-elsewhere", 7, "runners/gc", guarded("import kubernetes")),
     ("7-kubernetes-past-sdk", 7, "providers/kubernetes/pod", guarded("import kubernetes")),
     ("7-other-providers-sdk", 7, "providers/gcp/api", guarded("import libvirt")),
-    ("7-no-home", 7, "names", guarded("import boto3")),
-    ("9-fail-json", 9, "instances", "def f(module):\n    module.fail_json(msg='x')\n"),
+    ("7-no-home", 7, "core/names", guarded("import boto3")),
+    ("9-fail-json", 9, "runners/instances", "def f(module):\n    module.fail_json(msg='x')\n"),
     ("9-exit-json", 9, "modules/proxy_gc", "module.exit_json(changed=False)\n"),
     ("10-registry", 10, "inventory/proxies", MU + " import registry\n"),
     ("10-provider", 10, "inventory/proxies", MU + ".providers.local import provider_type\n"),
-    ("10-runner", 10, "plugin_utils/proxy_hosts", MU + " import inventory\n"),
+    ("10-runner", 10, "plugin_utils/proxy_hosts", MU + ".runners import inventory\n"),
     ("10-session-provider", 10, "plugin_utils/provider_session", MU + ".providers.gcp import api\n"),
-    ("11-not-listed", 11, CTRL, MU + " import names\n"),
+    ("11-not-listed", 11, CTRL, MU + ".core import names\n"),
     ("11-plugin-utils", 11, CTRL, in_function(PU + " import proxy_hosts\n")),
-    ("11-short-path", 11, CTRL, "from plugins.module_utils import names\n"),
+    ("11-short-path", 11, CTRL, "from plugins.module_utils.core import names\n"),
     ("12-kubernetes-outside-kube", 12, CTRL, "from kubernetes.client.exceptions import ApiException\n"),
 ]
 
 # Sources the rules allow, so a check that refuses everything would be caught too.
 ALLOWS = [
-    ("7-home", "pydantic_compat", guarded("import pydantic")),
+    ("7-home", "core/pydantic_compat", guarded("import pydantic")),
     ("7-sdk", "providers/kubernetes/sdk", guarded("from kubernetes import client")),
-    ("5-own-and-helper", GCP, MU + ".providers.gcp import labels\n" + MU + " import cloud_init_auth\n"),
+    (
+        "5-own-and-helper",
+        GCP,
+        MU + ".providers.gcp import labels\n" + MU + ".helpers import cloud_init_auth\n",
+    ),
     ("5-urls", "providers/libvirt/image", "from ansible.module_utils.urls import open_url\n"),
     ("4-registry", "registry", MU + ".providers.local import provider_type\n"),
     (
         "2-own-runner",
         "modules/proxy_gc",
-        MU + " import orphans\n" + MU + ".proxy_module import ProxyModule\n",
+        MU + ".runners import orphans\n" + MU + ".module_glue.proxy_module import ProxyModule\n",
     ),
-    ("3-args-common", "instances", MU + ".args_common import STATE_PRESENT\n"),
-    ("10-session", "plugin_utils/provider_session", MU + " import inventory, registry\n"),
+    ("3-args-common", "runners/instances", MU + ".module_glue.args_common import STATE_PRESENT\n"),
+    (
+        "10-session",
+        "plugin_utils/provider_session",
+        MU + ".runners import inventory\n" + MU + " import registry\n",
+    ),
     ("11-relative-and-libraries", CTRL, "from . import api\nimport yaml\n"),
-    ("12-kube", "controller/egress_proxies_controller/kube.py", "from kubernetes import client, watch\n"),
+    (
+        "12-kube",
+        "controller/egress_proxies_controller/kube/client.py",
+        "from kubernetes import client, watch\n",
+    ),
 ]
 
 
@@ -139,10 +151,10 @@ def test_allowed_imports_pass(name, source, known):
 
 
 def test_the_controller_may_import_what_its_list_holds(known, monkeypatch):
-    monkeypatch.setattr(contracts, "CONTROLLER_MAY_IMPORT", ("names",))
-    assert check.check_source(CTRL, MU + " import names\n", known) == []
-    assert check.check_source(CTRL, MU + ".names import name_from_uid\n", known) == []
-    assert [v.rule for v in check.check_source(CTRL, MU + " import config\n", known)] == [11]
+    monkeypatch.setattr(contracts, "CONTROLLER_MAY_IMPORT", ("core.names",))
+    assert check.check_source(CTRL, MU + ".core import names\n", known) == []
+    assert check.check_source(CTRL, MU + ".core.names import name_from_uid\n", known) == []
+    assert [v.rule for v in check.check_source(CTRL, MU + ".config import providers_file\n", known)] == [11]
 
 
 def test_every_rule_is_checked_or_says_why_not():
@@ -161,12 +173,12 @@ def layers_with(**changes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     return layers
 
 
-def no_excerpt_helper() -> dict[str, tuple[str, ...]]:
-    return layers_with(helpers=without(contracts.LAYERS["helpers"], "excerpt"))
+def no_helpers_folder() -> dict[str, tuple[str, ...]]:
+    return layers_with(helpers=without(contracts.LAYERS["helpers"], "helpers"))
 
 
 def names_twice() -> dict[str, tuple[str, ...]]:
-    return layers_with(helpers=(*contracts.LAYERS["helpers"], "names"))
+    return layers_with(helpers=(*contracts.LAYERS["helpers"], "core.names"))
 
 
 def stale_core() -> dict[str, tuple[str, ...]]:
@@ -179,14 +191,32 @@ def gc_without_runner() -> dict[str, str]:
 
 # (id, contract changed, its broken value, the rule reported, words of the report).
 BROKEN_CONTRACTS = [
-    ("file-in-no-layer", "LAYERS", no_excerpt_helper, "the layers", "in no layer"),
+    ("file-in-no-layer", "LAYERS", no_helpers_folder, "the layers", "in no layer"),
     ("file-in-two-layers", "LAYERS", names_twice, "the layers", "in both"),
     ("stale-name", "LAYERS", stale_core, "the layers", "names no module_utils file"),
     ("module-without-runner", "MODULE_RUNNERS", gc_without_runner, 2, "MODULE_RUNNERS"),
-    ("provider-list-not-closed", "PROVIDER_MAY_IMPORT_CORE", lambda: ("config_base",), 5, "allow-list"),
-    ("provider-list-names-a-runner", "PROVIDER_MAY_IMPORT_CORE", lambda: ("gc",), 5, "not a core file"),
-    ("controller-list-not-pure", "CONTROLLER_MAY_IMPORT", lambda: ("config",), 11, "allow-list"),
-    ("controller-list-ansible", "CONTROLLER_MAY_IMPORT", lambda: ("arg_shapes",), 11, "standard library"),
+    ("provider-list-not-closed", "PROVIDER_MAY_IMPORT_CORE", lambda: ("config.base",), 5, "allow-list"),
+    (
+        "provider-list-names-a-runner",
+        "PROVIDER_MAY_IMPORT_CORE",
+        lambda: ("runners.gc",),
+        5,
+        "not a core file",
+    ),
+    (
+        "controller-list-not-pure",
+        "CONTROLLER_MAY_IMPORT",
+        lambda: ("config.providers_file",),
+        11,
+        "allow-list",
+    ),
+    (
+        "controller-list-ansible",
+        "CONTROLLER_MAY_IMPORT",
+        lambda: ("module_glue.arg_shapes",),
+        11,
+        "standard library",
+    ),
     ("stale-home", "THIRD_PARTY_HOMES", lambda: {"pydantic": ("gone",)}, 7, "names no file"),
 ]
 
@@ -208,14 +238,27 @@ def test_the_page_shows_the_contracts():
 
 def test_the_page_names_every_layer_and_file():
     block = doc.render()
-    for layer, members in contracts.LAYERS.items():
+    for layer, homes in contracts.LAYERS.items():
         assert "| %s |" % layer in block
-        assert all("`%s`" % name in block for name in members)
+        assert all(("`%s/`" % home in block) or ("`%s`" % home in block) for home in homes)
+    for name in check.files_under(
+        check.plugin_modules(), [h for homes in contracts.LAYERS.values() for h in homes]
+    ):
+        assert "`%s`" % name.rpartition(".")[2] in block, name
     for rule in contracts.RULES:
         assert "%d. " % rule in doc.section(doc.read())
 
 
 def test_a_closed_controller_list_of_pure_files_passes(monkeypatch):
-    pure = ("names", "tracing", "uid_shards", "errors", "pool_split", "proxy_auth", "excerpt", "sha512_crypt")
+    pure = (
+        "core.names",
+        "telemetry.tracing",
+        "helpers.uid_shards",
+        "core.errors",
+        "runners.pool_split",
+        "helpers.proxy_auth",
+        "helpers.excerpt",
+        "helpers.sha512_crypt",
+    )
     monkeypatch.setattr(contracts, "CONTROLLER_MAY_IMPORT", pure)
     assert [v for v in check.check_contracts() if v.rule == 11] == []

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import INSTANCE_OPTIONS
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import UsageError
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_items import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import UsageError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import (
+    INSTANCE_OPTIONS,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.instance_items import (
     InvalidItem,
     Item,
     items_from_params,

@@ -13,8 +13,8 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
     reason_for,

@@ -11,8 +11,8 @@ import json
 import pytest
 from kubernetes.config import kube_config
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 
 # kubernetes.core's variables (k8s/client.py: K8S_AUTH_ + the option, or + its client name).
@@ -168,7 +168,7 @@ def test_a_bad_variable_is_refused_naming_the_variable(monkeypatch):
 
 
 def test_a_missing_ca_file_is_unavailable_naming_the_option(tmp_path):
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
         CredentialsUnavailable,
     )
 

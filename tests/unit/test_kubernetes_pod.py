@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.config import (
     KubernetesConfig,
@@ -14,7 +15,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kub
     format_id,
     parse_id,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.proxy_auth import Auth
 
 UID = "0b6f3c1e-2d8a-4c11-9a57-5d2f3e9b7a10"
 NAME = names.name_from_uid(UID)

@@ -10,9 +10,11 @@ import time
 import pytest
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
 
 
 def provider(tmp_path, **block):
@@ -28,7 +30,7 @@ def raised(call) -> ProviderError:
 
 
 def test_missing_kubeconfig_is_transient_with_the_configured_name(tmp_path):
-    """Issue 15: one rule for credential files (credential_files.py): missing is Transient (a
+    """Issue 15: one rule for credential files (helpers/credential_files.py): missing is Transient (a
     Secret may still be mounting); a kubeconfig that reads but is broken is Permanent (below)."""
     p = provider(tmp_path)
     # 30 s, not 5: the first kubeconfig load of a process imports the client's config modules,

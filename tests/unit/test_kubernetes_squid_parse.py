@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.config import (
     KubernetesConfig,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from fakes.libvirt_fake import FakeConnection, FakeHost
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import bases, ids
 from unit.libvirt_support import BASE, IMAGE, make, request
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from fakes.libvirt_fake import FakeHost, err
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend as b
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
 from unit.libvirt_support import make, request

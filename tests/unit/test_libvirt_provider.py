@@ -13,14 +13,10 @@ import pytest
 from fakes.libvirt_fake import FakeHost, err
 from fakes.trickle_server import TrickleServer
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
-    contract,
-    credential_files,
-    errors,
-    proxy_auth,
-)
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ProviderError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import credential_files, proxy_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend as b,
 )

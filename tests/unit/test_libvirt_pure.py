@@ -11,12 +11,13 @@ import xml.etree.ElementTree as ET
 import pycdlib
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     CredentialsUnavailable,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend as b,
 )

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     classify,

@@ -9,8 +9,13 @@ import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, registry
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import (
+    Deadline,
+    DeadlineExceeded,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.provider import (
     SquidMissing,
     classify,
@@ -85,7 +90,7 @@ def test_classify(exc, error_class):
 
 def test_constructor_never_touches_the_backend(tmp_path):
     state = tmp_path / "never-created"
-    parsed = config.parse(
+    parsed = providers_file.parse(
         {
             "providers": [
                 {
@@ -104,7 +109,7 @@ def test_constructor_never_touches_the_backend(tmp_path):
 
 
 def _provider(tmp_path):
-    parsed = config.parse(
+    parsed = providers_file.parse(
         {"providers": [{"name": "lab", "type": "local", "local": {"stateDir": str(tmp_path)}}]}
     )
     return registry.build(parsed.providers[0], parsed.installation)

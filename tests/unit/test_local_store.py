@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.provider import classify
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
     RECORD,

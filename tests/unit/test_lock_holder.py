@@ -12,9 +12,13 @@ import threading
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, pool_members
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import (
+    Deadline,
+    DeadlineExceeded,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import Store
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_members
 from unit.libvirt_support import make
 
 HOLD = """

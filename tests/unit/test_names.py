@@ -1,4 +1,4 @@
-"""Unit tests for names.py: deterministic instance names, DNS labels and marks."""
+"""Unit tests for core/names.py: deterministic instance names, DNS labels and marks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 
 FIXED_UID = "3f1c2a9e-7b4d-4c1e-9a2f-5d6e7f809a1b"
 # Computed outside Python too: printf %s UID | sha256sum | xxd -r -p | base32 | tr A-Z a-z | cut -c1-16

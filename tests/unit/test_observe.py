@@ -1,11 +1,12 @@
-"""Unit tests for observe.py: one record per call, with the configured name and the class."""
+"""Unit tests for telemetry/observe.py: one record per call, with the configured name and the class."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, observe
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 
 
 class Scripted(contract.Provider):

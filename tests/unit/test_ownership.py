@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import ownership
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.contract import STOPPED, Instance
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.contract import STOPPED, Instance
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
 
 
 def inst(uid="u1", installation="prod") -> Instance:

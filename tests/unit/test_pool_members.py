@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime
 import types
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, pool_members
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_members
 
 T0 = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 
@@ -107,7 +108,7 @@ def test_a_skipped_target_holds_every_member_that_has_not_failed():
 
 
 def test_the_runner_caps_a_skipped_target_at_what_it_holds_not_only_running_or_fresh():
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import pools
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pools
 
     spec = types.SimpleNamespace(targets=[types.SimpleNamespace(name="a", provider="a")])
     listed = [_member("a", 0), _member("a", 1, contract.PROVISIONING)]
@@ -132,7 +133,7 @@ def test_a_share_past_a_providers_capacity_is_cut_up_front_and_reported():
     gave the /28 half and tried (and failed) 486 creates, one failure each in the result. Its
     share is now cut to what it can ever hold, the rest goes to the other target, and the cut is
     reported as a skip is."""
-    from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_params, pools
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_params, pools
 
     spec = types.SimpleNamespace(
         count=1000,

@@ -14,8 +14,10 @@ import types
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, contract, errors, pools
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.args_common import POOL_OPTIONS
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import POOL_OPTIONS
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pools
 
 T0 = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 SPREAD = [{"provider": "la", "weight": 2}, {"provider": "lb", "weight": 1}]

@@ -2,7 +2,7 @@
 
 The two sides see members through different models (the controller's Proxies with revisions
 and latched conditions, the module's listed instances with states), so the rule is stated on
-each: ``pool_spread.holds`` with ``pool_rollout``'s keep and delete orders, and
+each: ``spread.holds`` with ``pool_rollout``'s keep and delete orders, and
 ``pool_members.holds`` with its own. This keeps them equal on seeded random targets: the same
 count held, the same members kept for any share and the same delete order, a Ready (Running)
 member being a Ready one, a member on its way a Provisioning or Stopped one, a failed member
@@ -13,10 +13,12 @@ from __future__ import annotations
 import datetime
 import random
 
-from egress_proxies_controller import pool_rollout, pool_spread
-from egress_proxies_controller.pool_model import Member
+from egress_proxies_controller.pool import rollout as pool_rollout
+from egress_proxies_controller.pool import spread
+from egress_proxies_controller.pool.model import Member
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, pool_members
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_members
 
 T0 = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 NOW = T0.timestamp() + 86400
@@ -61,7 +63,7 @@ def test_the_controller_and_the_module_keep_the_same_members_of_a_skipped_target
     rng = random.Random(31)
     for _round in range(500):
         ours, theirs = _both(rng, rng.randint(0, 8))
-        held = pool_spread.holds(ours, "a", "r1")
+        held = spread.holds(ours, "a", "r1")
         assert held == pool_members.holds(theirs, "a", "p") == sum(not m.failure for m in ours)
         for share in range(len(ours) + 1):
             _kept, to_go = pool_members.choose(theirs, {"a": share}, {"a": "p"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import pool_split
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pool_target import Target
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.pool_target import Target
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,9 @@ import pytest
 from fakes.libvirt_fake import FakeDialer, FakeHost
 from fakes.not_found_server import NotFoundServer, write_kubeconfig
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
-    contract,
-    errors,
-    instances,
-    names,
-    ownership,
-)
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.instance_items import Item
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import insert, labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.instance import to_instance
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
@@ -27,6 +21,8 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.provider import (
     LibvirtProvider,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import instances
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.instance_items import Item
 from unit.gcp_fake_api import api_error, instance
 from unit.libvirt_support import make as libvirt_make
 from unit.libvirt_support import request as libvirt_request

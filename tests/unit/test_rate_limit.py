@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import config, errors, observe, rate_limit
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors, rate_limit
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import observe
 from unit.test_observe import Scripted
 
 

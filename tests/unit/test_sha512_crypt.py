@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import sha512_crypt
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import sha512_crypt
 
 HELPER = "/usr/lib/squid/basic_ncsa_auth"
 PASSWORDS = ["a", "S3cr3t pass", "x" * 63, "y" * 64, "z" * 65, "ü€ pass", "p" * 200]

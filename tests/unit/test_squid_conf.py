@@ -8,7 +8,10 @@ import subprocess
 
 import pytest
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import SquidSettings, render
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.squid_conf import (
+    SquidSettings,
+    render,
+)
 
 SQUID = "/usr/sbin/squid"
 

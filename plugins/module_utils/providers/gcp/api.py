@@ -20,7 +20,9 @@ import json
 import threading
 import traceback
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
+    require_readable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     CredentialsProblem,
     SdkMissing,

@@ -20,12 +20,12 @@ other 4xx Permanent, the rest Transient.
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     CredentialsUnavailable,
     CredentialsUnsafe,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 
 QUOTA_REASONS = frozenset({"quotaExceeded", "rateLimitExceeded", "userRateLimitExceeded"})
 # Operation error codes that retrying later can fix: quota, and a zone out of capacity.
@@ -133,7 +133,7 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, errors.ProviderError):
         return exc.error_class
     if isinstance(exc, CredentialsUnavailable):
-        return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
+        return errors.TRANSIENT  # helpers/credential_files.py: a Secret may still be mounting
     if isinstance(exc, (SdkMissing, CredentialsProblem, CredentialsUnsafe)):
         return errors.PERMANENT
     if isinstance(exc, DeadlineExceeded):

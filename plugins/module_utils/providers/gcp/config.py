@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import (
     BlockModel,
     check_cidrs,
     check_dns_label,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import (
     Field,
     field_validator,
     model_validator,

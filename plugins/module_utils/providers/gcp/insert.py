@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.config import (
     ADDRESS_EXTERNAL,

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names, timestamps
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import timestamps
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import labels
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.config import (
     ADDRESS_INTERNAL,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
 HASH_PREFIX = "h-"

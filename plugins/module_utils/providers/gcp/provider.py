@@ -24,16 +24,14 @@ import datetime
 import functools
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import (
     abandon,
     cloud_init_auth,
-    contract,
-    errors,
-    names,
     ownership,
     timestamps,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp import (
     insert,
     labels,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (

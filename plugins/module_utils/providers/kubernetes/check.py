@@ -13,12 +13,12 @@ an admin fixes on the module host, not in the cluster).
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     CredentialsUnavailable,
     CredentialsUnsafe,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     status_of,

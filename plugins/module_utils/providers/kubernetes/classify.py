@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     CredentialsUnavailable,
     CredentialsUnsafe,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 
 QUOTA_MARKERS = ("exceeded quota:",)
@@ -85,7 +85,7 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, DeadlineExceeded):
         return errors.TRANSIENT
     if isinstance(exc, CredentialsUnavailable):
-        return errors.TRANSIENT  # credential_files.py: a Secret may still be mounting
+        return errors.TRANSIENT  # helpers/credential_files.py: a Secret may still be mounting
     if isinstance(exc, sdk.SDKMissing | sdk.ConfigException | CredentialsUnsafe):
         return errors.PERMANENT  # install the library or fix the kubeconfig
     if isinstance(exc, sdk.ApiException):

@@ -3,7 +3,7 @@
 """The ``kubernetes:`` config block: image, resources, who may use the proxies, where they go
 and how to reach the cluster.
 
-Read by ``config.py`` through the registry; validation names the exact field
+Read by ``config/providers_file.py`` through the registry; validation names the exact field
 (``providers[0].kubernetes.resources.limits.cpu: ...``) and never contacts the cluster.
 """
 
@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import (
     BlockModel,
     check_cidrs,
     check_dns_label,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import connection
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import (
     Field,
     field_validator,
     model_validator,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import connection
 
 # A Squid image; the Pod runs it as the image's proxy user (uid 13) with a read-only root.
 DEFAULT_IMAGE = "docker.io/ubuntu/squid:6.6-24.04_beta"

@@ -9,7 +9,7 @@ whitespace is refused instead of being half-understood.
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 
 
 def format_id(namespace: str, name: str) -> str:

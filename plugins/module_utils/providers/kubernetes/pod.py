@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import base64
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, names
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import SquidSettings, render
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.squid_conf import (
+    SquidSettings,
+    render,
+)
 
 PROXY_API_VERSION = "crawl.example.com/v1alpha1"
 PROXY_KIND = "Proxy"

@@ -19,15 +19,13 @@ from __future__ import annotations
 import logging
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import (
     abandon,
-    contract,
-    errors,
-    names,
     ownership,
     timestamps,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
     answers,
     remove,
@@ -83,7 +81,7 @@ class KubernetesProvider(contract.Provider, contract.Checker, ErrorSeam):
 
     def _api_client(self, deadline):
         """Built on first use, within the deadline: loading a kubeconfig may run its exec
-        credential plugin, a subprocess with no timeout of its own (abandon.py)."""
+        credential plugin, a subprocess with no timeout of its own (helpers/abandon.py)."""
         with self._client_lock:
             if self._client is None:
                 self._client = abandon.run(

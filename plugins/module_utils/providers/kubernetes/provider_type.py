@@ -5,7 +5,7 @@ kubernetes client) only when a provider of this type is built."""
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.provider_type import ProviderType
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.provider_type import ProviderType
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.config import (
     KubernetesConfig,
 )

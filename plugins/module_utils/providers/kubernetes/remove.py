@@ -11,7 +11,8 @@ never deleted unchecked. The cost is one GET per object before its DELETE.
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names, ownership
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import answers, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     proves_missing,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import traceback
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
+    require_readable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import connection
 
 try:
@@ -115,7 +117,7 @@ def api_client(block):
         (block.client_key, "clientKey"),
     ):
         if path:
-            require_readable(path, what)  # missing: Transient (credential_files.py)
+            require_readable(path, what)  # missing: Transient (helpers/credential_files.py)
     try:
         _load(block, configuration)
     except ConfigException as exc:

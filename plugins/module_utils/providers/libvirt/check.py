@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import (
+    Deadline,
+    DeadlineExceeded,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     CredentialsUnavailable,
     CredentialsUnsafe,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     domain_type,

@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import BlockModel
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import BlockModel
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import (
     Field,
     field_validator,
     model_validator,

@@ -28,7 +28,8 @@ import dataclasses
 import logging
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import cloud_init_auth, contract, ownership
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth, ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     bases,

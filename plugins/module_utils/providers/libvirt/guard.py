@@ -16,9 +16,9 @@ import dataclasses
 import logging
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import abandon
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.abandon import CallAbandoned
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import abandon
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.abandon import CallAbandoned
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 

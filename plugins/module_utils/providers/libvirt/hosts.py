@@ -16,7 +16,10 @@ import logging
 import threading
 import time
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline, DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import (
+    Deadline,
+    DeadlineExceeded,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import guard
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")

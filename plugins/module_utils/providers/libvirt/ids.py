@@ -10,7 +10,7 @@ the provider type, so ``kvm`` and ``kvm2`` sharing a pool never touch each other
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.config import (
     _IDENTIFIER,
 )

@@ -24,7 +24,7 @@ import urllib.error
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import SSLValidationError, open_url
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     bases,
     guard,

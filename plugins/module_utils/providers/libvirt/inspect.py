@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     ids,

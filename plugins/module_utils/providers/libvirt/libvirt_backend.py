@@ -19,7 +19,9 @@ from __future__ import annotations
 import logging
 import urllib.parse
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.credential_files import require_readable
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
+    require_readable,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend
 
 try:

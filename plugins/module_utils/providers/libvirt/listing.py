@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     ids,

@@ -24,7 +24,8 @@ import datetime
 import json
 import xml.etree.ElementTree as ET
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import names, timestamps
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import timestamps
 
 NAMESPACE_BASE = "https://crawl.example.com/egress-proxies/libvirt/"
 PREFIX = "egress"

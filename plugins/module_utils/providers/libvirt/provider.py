@@ -22,9 +22,10 @@ import logging
 import posixpath
 import threading
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import contract, errors, names, ownership
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     bases,

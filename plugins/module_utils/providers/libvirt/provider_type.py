@@ -10,7 +10,7 @@ lazily: building the registry never needs libvirt-python.
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.provider_type import ProviderType
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.provider_type import ProviderType
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt.config import (
     LibvirtConfig,
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import ownership
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
     backend,
     ids,

@@ -7,12 +7,12 @@ from __future__ import annotations
 import ipaddress
 import os
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config_base import BlockModel, check_cidrs
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.excerpt import excerpt
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.pydantic_compat import (
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import BlockModel, check_cidrs
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import (
     Field,
     field_validator,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
 
 DEFAULT_STATE_DIR = "/var/lib/egress-proxies/local"
 DEFAULT_ADDRESS_RANGE = "127.77.0.0/16"

@@ -23,15 +23,15 @@ import signal
 import socket
 import subprocess
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import (
-    contract,
-    errors,
-    names,
-    ownership,
-    timestamps,
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import DeadlineExceeded
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.squid_conf import (
+    DEFAULT_AUTH_HELPER,
+    SquidSettings,
+    render,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.deadline import DeadlineExceeded
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.error_seam import ErrorSeam
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership, timestamps
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     listening,
     process,
@@ -42,11 +42,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.loc
     Store,
     StoreError,
     write_private,
-)
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.squid_conf import (
-    DEFAULT_AUTH_HELPER,
-    SquidSettings,
-    render,
 )
 
 ID_PREFIX = "local/"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.provider_type import ProviderType
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.provider_type import ProviderType
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.config import LocalConfig
 
 

@@ -26,7 +26,8 @@ import os
 import shutil
 import tempfile
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils import file_lock, names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import file_lock
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import safe_files
 
 RECORD = "instance.json"

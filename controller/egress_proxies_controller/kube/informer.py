@@ -1,0 +1,266 @@
+"""List + watch of Proxy objects into a local cache, feeding the work queue with keys.
+
+Lists once, in pages of ``page_size`` (``limit``/``continue``, as client-go's pager does: a
+continue token that expired mid-list (410) falls back to one unpaginated list), recording the
+list's resourceVersion, then watches from that version with bookmarks, resuming from the last
+version seen after a dropped connection and relisting when the server answers 410 Gone (the
+version is too old). ``synced`` is set after the first full list: nothing that needs a complete
+view (GC's live UIDs) may read the cache before that.
+Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
+finalizers; our own status writes do not, so a status write never triggers another reconcile.
+``watchers`` are told every change of the cache (the controller's own writes and status
+included): the pool loop follows its members' status with one.
+A Proxy whose last finalizer the controller removed is gone for good: its uid is remembered, and
+a watch that lags behind (resumed from an older version) cannot cache it again from its earlier
+events, which would have been planned as a live Proxy whose instance is missing.
+
+The cache holds objects trimmed of what no reconcile reads (``trimmed``): ``managedFields``
+(server-side apply bookkeeping, often larger than the spec) and kubectl's
+``last-applied-configuration`` annotation (a second copy of the spec, inline cloud-init
+included); inline cloud-init itself is kept as its digest (``spec.trim_inline_cloud_init``).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+
+from ..proxy.spec import trim_inline_cloud_init
+from .client import ApiException, watch
+
+log = logging.getLogger("egress_proxies_controller.kube.informer")
+
+
+def key_of(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace", ""), meta.get("name", ""))
+
+
+PAGE_SIZE = 500
+#: uids of Proxies whose last finalizer we removed, kept so a late watch event cannot bring one
+#: back (a uid is never reused; the oldest are forgotten past this many)
+GONE_UIDS_KEPT = 10000
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def trimmed(obj: dict) -> dict:
+    """``obj`` without the metadata no reconcile reads (a shallow copy: the input is not changed)."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("managedFields", None)
+    annotations = meta.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        meta["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return trim_inline_cloud_init({**obj, "metadata": meta})
+
+
+def _interesting(old: dict | None, new: dict) -> bool:
+    if old is None:
+        return True
+    a, b = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(a.get(f) != b.get(f) for f in ("generation", "deletionTimestamp", "annotations", "finalizers"))
+
+
+class Informer:
+    def __init__(
+        self,
+        kube,
+        namespace: str | None,
+        on_change,
+        watch_timeout: int = 300,
+        page_size: int = PAGE_SIZE,
+        lister=None,
+    ):
+        self.kube = kube
+        self.lister = lister or kube.list_proxies  # the pool reconciler lists ProxyPools with it
+        self.namespace = namespace
+        self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
+        # called with (key, old, new) for every change of the cache, status included (new is None
+        # once the object is gone): the pool loop follows its members with one
+        self.watchers: list = []
+        self.watch_timeout = watch_timeout
+        self.page_size = page_size
+        self.synced = threading.Event()
+        self._cache = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watch = None
+        self._gone = collections.OrderedDict()  # uid -> None: deleted by our finalizer removal
+        self.relists = 0
+        self.list_pages = 0  # pages fetched by every list so far (a figure for the benchmarks)
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self._cache.get(key)
+
+    def cache_keys(self) -> list:
+        with self._lock:
+            return list(self._cache)
+
+    def objects(self) -> list:
+        """A snapshot of every cached Proxy (the objects themselves: callers only read them)."""
+        with self._lock:
+            return list(self._cache.values())
+
+    def uids(self) -> list:
+        """Every cached Proxy's UID; only meaningful once ``synced`` is set."""
+        with self._lock:
+            return [o["metadata"]["uid"] for o in self._cache.values()]
+
+    def store(self, obj: dict) -> None:
+        """Record a newer version the controller itself wrote (keeps the cache ahead of the watch)."""
+        obj = trimmed(obj)
+        key = key_of(obj)
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            current = self._cache.get(key)
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                # The answer to removing the last finalizer: the object no longer exists (its
+                # DELETED event may have come first), so it must not come back as a ghost.
+                # A watch behind our own writes still has this object's earlier events to deliver
+                # (a status write from before the deletion): none of them may cache it again.
+                self._gone[meta.get("uid")] = None
+                while len(self._gone) > GONE_UIDS_KEPT:
+                    self._gone.popitem(last=False)
+                if current is None or (current.get("metadata") or {}).get("uid") != meta.get("uid"):
+                    return
+                del self._cache[key]
+                obj = None
+            elif _newer_or_other(obj, current):
+                self._cache[key] = obj
+            else:
+                return
+        self._tell(key, current, obj)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()
+
+    def run(self) -> None:
+        version = None
+        while not self._stop.is_set():
+            try:
+                if version is None:
+                    version = self._list()
+                version = self._watch_from(version)
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("watch expired (410 Gone): relisting")
+                    version = None
+                    continue
+                log.warning("list/watch failed: %s; retrying", exc.reason)
+                self._stop.wait(2.0)
+            except Exception as exc:  # connection reset, timeouts: resume from the last version
+                log.warning("watch interrupted: %s; resuming", exc)
+                self._stop.wait(1.0)
+
+    def _tell(self, key: str, old: dict | None, new: dict | None) -> None:
+        for watcher in self.watchers:
+            watcher(key, old, new)
+
+    def _list(self) -> str:
+        objects, version = self._list_pages()
+        items = {key_of(o): o for o in objects}
+        with self._lock:
+            old = self._cache
+            self._cache = items
+        self.relists += 1
+        for key, obj in items.items():
+            self._tell(key, old.get(key), obj)
+            if _interesting(old.get(key), obj) or not self.synced.is_set():
+                self.on_change(key)
+        for key in set(old) - set(items):
+            self._tell(key, old[key], None)
+            self.on_change(key)
+        self.synced.set()
+        return version
+
+    def _list_pages(self) -> tuple:
+        """Every Proxy (trimmed) and the list's resourceVersion, fetched ``page_size`` at a time.
+
+        Every page of one list is served from the first page's snapshot, so the first page's
+        resourceVersion is the list's. A continue token that expired (410) means the snapshot
+        was compacted away mid-list: start again with one unpaginated list, as client-go does.
+        """
+        objects: list = []
+        token, version = None, None
+        while True:
+            kwargs = {"limit": self.page_size, "_request_timeout": 60}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                page = self.lister(self.namespace, **kwargs)
+            except ApiException as exc:
+                if exc.status != 410 or not token:
+                    raise
+                log.info(
+                    "list continuation expired (410) after %d objects: listing without pages", len(objects)
+                )
+                page = self.lister(self.namespace, _request_timeout=60)
+                self.list_pages += 1
+                meta = page.get("metadata") or {}
+                return [trimmed(o) for o in page.get("items", [])], meta.get("resourceVersion")
+            self.list_pages += 1
+            meta = page.get("metadata") or {}
+            objects.extend(trimmed(o) for o in page.get("items", []))  # page by page: a low peak
+            version = version or meta.get("resourceVersion")
+            token = meta.get("continue")
+            if not token:
+                return objects, version
+
+    def _watch_from(self, version: str) -> str:
+        self._watch = watch.Watch()
+        stream = self._watch.stream(
+            self.lister,
+            self.namespace,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_timeout,
+            _request_timeout=self.watch_timeout + 30,
+        )
+        for event in stream:
+            if self._stop.is_set():
+                break
+            kind, obj = event["type"], event["object"]
+            if kind == "ERROR":
+                code = (obj or {}).get("code")
+                if code == 410:
+                    raise ApiException(status=410, reason="Gone")
+                raise ApiException(status=code or 500, reason=(obj or {}).get("message", "watch error"))
+            version = (obj.get("metadata") or {}).get("resourceVersion") or version
+            if kind == "BOOKMARK":
+                continue
+            obj = trimmed(obj)
+            key = key_of(obj)
+            with self._lock:
+                old = self._cache.get(key)
+                if kind != "DELETED" and (obj.get("metadata") or {}).get("uid") in self._gone:
+                    continue  # a late event of an object already gone (store)
+                if kind == "DELETED":
+                    self._cache.pop(key, None)
+                elif _newer_or_other(obj, old):
+                    self._cache[key] = obj
+                else:
+                    continue  # an event older than what we wrote ourselves: keep the newer copy
+            self._tell(key, old, None if kind == "DELETED" else obj)
+            if kind == "DELETED" or _interesting(old, obj):
+                self.on_change(key)
+        return version
+
+
+def _newer_or_other(obj: dict, current: dict | None) -> bool:
+    """Whether ``obj`` may replace ``current`` in the cache: a newer version, or another object
+    (a new UID under the same name)."""
+    if current is None:
+        return True
+    if (obj.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
+        return True
+    return _rv(obj) >= _rv(current)
+
+
+def _rv(obj: dict) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0

@@ -1,0 +1,394 @@
+"""The ProxyPool reconciler: keeps a pool's member Proxies as a ReplicaSet keeps its Pods.
+
+Driven by events, on a queue of its own (``due``): a pool is reconciled when it changes (its
+informer), when one of its members changes (the Proxy informer's watchers: ``pool_members``
+keeps each pool's members, status included), when the providers file's names change (every
+pool), and at the times a pool must act with no event (``_next_check``: a member reaching
+maxAge, a skipped target's retry, the auth Secret re-read, a ``resync`` safety net). A round
+(every ``interval``, 1 s) takes the pools due and compares each with its members only; with
+nothing changed it reads nothing. Members are created with generated names, the pool label,
+their target and revision labels and a controller ownerReference to the pool; members are
+deleted (UID precondition) when scaled down, rotated or rolled; the Ready ones are published
+(pool_publish); the status and Events are written. The existing Proxy reconciler does all
+instance work: a member is an ordinary Proxy.
+
+A member created or deleted is put into the Proxy informer's cache at once (and queued for the
+Proxy reconciler), so the next round counts it even before its watch event arrives: no double
+creates. A target is skipped while its provider is not in the providers file, or for
+``target_retry`` seconds after one of its current members latched PermanentError or
+QuotaExceeded (it keeps every member that has not failed, Ready or still Provisioning, and only
+the failed ones go; the rest of its share goes to the other targets).
+The pool's finalizer holds it until every member is gone, so deleting a pool deletes every
+member, and through their finalizers every instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..kube import conditions
+from ..kube.informer import Informer, key_of
+from ..kube.workqueue import WorkQueue
+from ..loops.periodic import PeriodicLoop
+from . import rollout, spread
+from . import status as pool_status
+from .auth import PoolAuth, source_name
+from .kube_calls import PoolKube
+from .members import MemberIndex
+from .model import (
+    POOL_FINALIZER,
+    POOL_KIND,
+    POOL_LABEL,
+    REVISION_LABEL,
+    TARGET_LABEL,
+    Member,
+    Pool,
+    owner_reference,
+    owner_uid,
+    parse_time,
+)
+from .publish import Publisher
+
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_split
+
+log = logging.getLogger("egress_proxies_controller.pool")
+COMPONENT = "egress-proxies-controller"
+
+
+def _reason(exc: Exception) -> str:
+    return getattr(exc, "reason", "") or type(exc).__name__
+
+
+class PoolController(PeriodicLoop):
+    name = "pools"
+
+    def __init__(
+        self,
+        kube,
+        proxy_informer,
+        queue,
+        configured,
+        metrics,
+        namespace: str | None,
+        *,
+        interval: float = 1.0,
+        resync: float = 30.0,
+        auth_recheck: float = 5.0,
+        target_retry: float = 300.0,
+        may_act=lambda: True,
+        clock=time.time,
+    ):
+        super().__init__(interval)
+        self.kube = kube
+        self.pools = PoolKube(kube)
+        self.proxies = proxy_informer
+        self.queue = queue
+        self.configured = configured  # () -> the providers file's names in use (None: none yet)
+        self.metrics = metrics  # PoolMetrics
+        self.resync = resync
+        self.auth_recheck = auth_recheck
+        self.target_retry = target_retry
+        self.may_act = may_act
+        self.clock = clock
+        self.due = WorkQueue(base_delay=1.0, max_delay=60.0)  # pool keys, fed by events
+        self.members = MemberIndex()
+        proxy_informer.watchers.append(self._member_changed)
+        self.informer = Informer(kube, namespace, self.due.add, lister=self.pools.list_pools)
+        self.publisher = Publisher(self.pools)
+        self.auth = PoolAuth(self.pools)
+        self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
+        self._problems = {}  # pool uid -> the publication problems last reported
+        self._seen = {}  # pool key -> (uid, target names), to drop the metrics of a pool gone
+        self._names = None  # the providers file's names the pools were last reconciled with
+
+    def start(self):
+        import threading
+
+        threading.Thread(target=self.informer.run, name="pool-informer", daemon=True).start()
+        return super().start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.informer.stop()
+        self.due.shutdown()
+        super().stop(timeout)
+
+    def _member_changed(self, key: str, old: dict | None, new: dict | None) -> None:
+        for pool_key in self.members.changed(key, old, new):
+            self.due.add(pool_key)
+
+    def resync_all(self) -> None:
+        """Every cached pool due now (the providers file changed: every target may have)."""
+        for key in self.informer.cache_keys():
+            self.due.add(key)
+
+    def round(self) -> None:
+        """Reconcile the pools that are due: changed (the pool, a member), or at a time one of
+        them must act on (``_next_check``). Nothing changed, nothing is read."""
+        if not (self.informer.synced.is_set() and self.proxies.synced.is_set()) or not self.may_act():
+            return
+        configured = self.configured()
+        names = None if configured is None else frozenset(configured)
+        if names != self._names:
+            self._names = names
+            self.resync_all()
+        keys = self.due.pop_due(10**6, 0.0)
+        self._touched = []
+        try:
+            for key in keys:
+                self._one(key)
+        finally:
+            # The members made or deleted this tick go to the Proxy reconciler together, so
+            # one tick's creates of a provider are one run (not one run each).
+            for key in self._touched:
+                self.queue.add(key)
+
+    def _one(self, key: str) -> None:
+        obj = self.informer.get(key)
+        if obj is None:
+            self.due.forget(key)
+            self.due.done(key)
+            self._gone(key)
+            return
+        uid = obj["metadata"]["uid"]
+        member_objs = [o for o in map(self.proxies.get, self.members.of(key)) if o and owner_uid(o) == uid]
+        try:
+            self.reconcile(obj, member_objs)
+        except Exception:
+            log.exception("pool %s: reconcile failed", key)
+            self.due.done(key)
+            self.due.add_rate_limited(key)
+            return
+        self.due.forget(key)
+        self.due.done(key)
+        self.due.add_after(key, self._next_check(self.informer.get(key) or obj, member_objs))
+
+    def _next_check(self, obj: dict, member_objs: list) -> float:
+        """Seconds until the pool must be looked at with no event: the oldest member reaching
+        maxAge, a skipped target's retry, ``auth_recheck`` with template.auth (Secrets are not
+        watched: that would take reading every Secret), or ``resync`` (a safety net for what no
+        watch tells, such as a published object removed)."""
+        pool, now = Pool.from_object(obj), self.clock()
+        waits = [self.resync]
+        if source_name(pool):
+            waits.append(self.auth_recheck)
+        if pool.max_age:
+            waits += [Member.from_object(o).created + pool.max_age - now for o in member_objs]
+        for target in pool.status.get("targets") or []:
+            since = target.get("degradedSince")
+            if since and str(target.get("degraded") or "").startswith("member "):
+                waits.append(parse_time(since) + self.target_retry - now)
+        return min(max(0.5, w) for w in waits)
+
+    def _gone(self, key: str) -> None:
+        """A pool no longer cached: its metrics, publication and auth memory go."""
+        if key not in self._seen:
+            return
+        uid, targets = self._seen.pop(key)
+        namespace, name = key.split("/", 1)
+        self.metrics.forget(namespace, name, targets)
+        self.publisher.forget(uid)
+        self.auth.forget(uid)
+        self._problems.pop(uid, None)
+
+    # -- one pool ------------------------------------------------------------------------
+
+    def reconcile(self, obj: dict, member_objs: list) -> None:
+        pool = Pool.from_object(obj)
+        self._seen[key_of(obj)] = (pool.uid, [t.name for t in pool.targets])
+        if pool.deleting:
+            self._finalize(obj, pool, member_objs)
+            return
+        if POOL_FINALIZER not in pool.finalizers:
+            written = self.pools.set_finalizer(obj, True)
+            if written is None:
+                return  # changed meanwhile: the next tick reads it again
+            self.informer.store(written)
+            obj, pool = written, Pool.from_object(written)
+        configured = self.configured()
+        if configured is None:
+            return  # no good providers file yet: every target would look unconfigured
+        configured = set(configured)
+        members = [Member.from_object(o) for o in member_objs]
+        by_name = {o["metadata"]["name"]: o for o in member_objs}
+        now = self.clock()
+        try:
+            copy, credentials = self.auth.current(pool)
+        except LookupError as exc:
+            # No revision without the credentials: nothing is created, deleted or published
+            # until the Secret can be read (members made now could not start anyway).
+            self._report(obj, pool, ["members not changed: %s" % exc])
+            return
+        except Exception as exc:
+            self._report(obj, pool, ["members not changed: auth Secret copy: %s" % _reason(exc)])
+            return
+        revisions = {t.name: pool.revision(t, copy) for t in pool.targets}
+        degraded = self._degraded(pool, members, revisions, configured, now)
+        # A skipped target keeps what it holds (Ready or on its way), none when its provider is gone.
+        providers = {t.name: t.provider for t in pool.targets}
+        caps = spread.skip_caps(degraded, providers, configured, members, revisions)
+        desired = pool_split.split(pool.replicas, pool.targets, caps)
+        # A member being deleted on a provider that left the file cannot go until it is back:
+        # it does not hold the pool's room for replacements.
+        counted = [m for m in members if not (m.deleting and m.provider not in configured)]
+        surge, unavailable = rollout.budget(pool.replicas, pool.max_surge, pool.max_unavailable)
+        plan = rollout.plan(counted, desired, revisions, now, pool.max_age, pool.replicas, surge, unavailable)
+        events, done = [], []
+        for name in plan.deletes:
+            member = next(m for m in members if m.name == name)
+            reason = self._why(member, revisions, pool, now)
+            gone = self.pools.delete_proxy(pool.namespace, name, by_name[name]["metadata"]["uid"])
+            self._store_deleting(gone, name)
+            self._touched.append("%s/%s" % (pool.namespace, name))
+            self.metrics.deleted.labels(pool.namespace, pool.name, reason).inc()
+            log.info("pool %s/%s: deleted member %s (%s)", pool.namespace, pool.name, name, reason)
+            events.append(("Normal", "MemberDeleted", "deleted member %s (%s)" % (name, reason)))
+            done.append(name)
+        created = 0
+        for target in pool.targets:
+            for _i in range(plan.creates.get(target.name, 0)):
+                made = self.pools.create_proxy(
+                    pool.namespace, self._member_body(pool, target, revisions, copy)
+                )
+                self.proxies.store(made)
+                self._touched.append(key_of(made))
+                self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
+                log.info(
+                    "pool %s/%s: created member %s (target %s)",
+                    pool.namespace,
+                    pool.name,
+                    made["metadata"]["name"],
+                    target.name,
+                )
+                created += 1
+        if created:
+            events.append(("Normal", "MembersCreated", "created %d member(s)" % created))
+        remaining = [m for m in members if m.name not in done]
+        problems = self.publisher.publish(
+            pool, remaining, now, lambda m: self.auth.credentials(pool, m.auth_secret, credentials)
+        )
+        auth_secrets, pruned = self.auth.prune(pool, copy, {m.auth_secret for m in members})
+        events += self._said(pool, problems + pruned)
+        progress = (
+            "created %d, deleted %d member(s)" % (created, len(done))
+            if created or done
+            else "waiting for members"
+        )
+        stamp = conditions.now_rfc3339()
+        status, status_events = pool_status.compute(
+            pool, [m for m in members if m.name not in done], desired, degraded, plan, stamp, progress
+        )
+        if auth_secrets:
+            status["authSecrets"] = auth_secrets
+        events += status_events
+        if status != (obj.get("status") or {}):
+            written = self.pools.write_status(obj, status)
+            if written is not None:
+                self.informer.store(written)
+            else:
+                events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated", "PublishFailed")]
+        for event_type, reason, message in events:
+            self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
+        self._observe(pool, status, desired)
+
+    def _said(self, pool: Pool, problems: list) -> list:
+        """Warning Events for ``problems``, once per change (not every tick); never a value."""
+        if problems == self._problems.get(pool.uid, []):
+            return []
+        self._problems[pool.uid] = problems
+        for problem in problems:
+            log.warning("pool %s/%s: %s", pool.namespace, pool.name, problem)
+        return [("Warning", "PublishFailed", problem) for problem in problems]
+
+    def _report(self, obj: dict, pool: Pool, problems: list) -> None:
+        for event_type, reason, message in self._said(pool, problems):
+            self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
+
+    def _degraded(self, pool: Pool, members: list, revisions: dict, configured: set, now: float) -> dict:
+        """Target -> (reason, since) for every target skipped now."""
+        before = {t.get("name"): t for t in pool.status.get("targets") or [] if t.get("degraded")}
+        out = {}
+        for target in pool.targets:
+            since = (before.get(target.name) or {}).get("degradedSince") or conditions.now_rfc3339()
+            if target.provider not in configured:
+                out[target.name] = ("provider %r is not in the providers file" % target.provider, since)
+                continue
+            failing = [
+                m
+                for m in members
+                if m.target == target.name
+                and m.failure
+                and m.revision == revisions[target.name]
+                and not m.deleting
+            ]
+            if failing:
+                out[target.name] = ("member %s: %s" % (failing[0].name, failing[0].failure), since)
+            elif (
+                target.name in before
+                and before[target.name]["degraded"].startswith("member ")  # not "provider ...": it is back
+                and now - parse_time(since) < self.target_retry
+            ):
+                out[target.name] = (before[target.name]["degraded"], since)
+        return out
+
+    @staticmethod
+    def _why(member: Member, revisions: dict, pool: Pool, now: float) -> str:
+        if member.target not in revisions:
+            return "TargetRemoved"
+        if member.revision != revisions[member.target]:
+            return "Outdated"
+        if pool.max_age and now - member.created >= pool.max_age:
+            return "MaxAge"
+        if member.failure:
+            return "Failed"
+        return "ScaleDown"
+
+    def _store_deleting(self, obj, name: str) -> None:
+        """Put a member its finalizer holds into the cache at once (a member deleted outright
+        is left to its watch event: storing it would keep a ghost)."""
+        meta = (obj or {}).get("metadata") or {}
+        if meta.get("name") == name and meta.get("deletionTimestamp"):
+            self.proxies.store(obj)
+
+    def _member_body(self, pool: Pool, target, revisions: dict, copy: str = "") -> dict:
+        return {
+            "apiVersion": "crawl.example.com/v1alpha1",
+            "kind": "Proxy",
+            "metadata": {
+                "generateName": pool.name[:52] + "-",
+                "namespace": pool.namespace,
+                "labels": {
+                    POOL_LABEL: pool.name,
+                    TARGET_LABEL: target.name,
+                    REVISION_LABEL: revisions[target.name],
+                },
+                "ownerReferences": [owner_reference(pool)],
+            },
+            "spec": pool.member_spec(target, copy),
+        }
+
+    def _finalize(self, obj: dict, pool: Pool, member_objs: list) -> None:
+        """The pool is being deleted: delete every member, release the pool once none is left."""
+        for member in member_objs:
+            meta = member["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            gone = self.pools.delete_proxy(pool.namespace, meta["name"], meta["uid"])
+            self._store_deleting(gone, meta["name"])
+            self._touched.append(key_of(member))
+            self.metrics.deleted.labels(pool.namespace, pool.name, "PoolDeleted").inc()
+        if not member_objs and POOL_FINALIZER in pool.finalizers:
+            written = self.pools.set_finalizer(obj, False)
+            if written is not None:
+                self.informer.store(written)
+
+    def _observe(self, pool: Pool, status: dict, desired: dict) -> None:
+        self.metrics.desired.labels(pool.namespace, pool.name).set(pool.replicas)
+        self.metrics.replicas.labels(pool.namespace, pool.name).set(status["replicas"])
+        self.metrics.ready.labels(pool.namespace, pool.name).set(status["readyReplicas"])
+        self.metrics.updated.labels(pool.namespace, pool.name).set(status["updatedReplicas"])
+        _surge, unavailable = rollout.budget(pool.replicas, pool.max_surge, pool.max_unavailable)
+        self.metrics.min_available.labels(pool.namespace, pool.name).set(max(0, pool.replicas - unavailable))
+        for target, count in desired.items():
+            self.metrics.target_desired.labels(pool.namespace, pool.name, target).set(count)

@@ -1,0 +1,182 @@
+"""What a pool tells its clients: the endpoints Secret, a headless Service and its EndpointSlice.
+
+``<pool>-endpoints`` holds ``proxies.txt`` (one URL per Ready member, with the credentials that
+member was made with when template.auth is set, pool_auth) and ``proxies.json`` (address, port,
+provider, zone, createdAt, age); crawlers mount it. The selector-less headless Service
+``<pool>`` and the EndpointSlice of the Ready members' addresses make ``<pool>.<namespace>.svc``
+resolve to them. All three are owned by the pool (Kubernetes collects them with it) and are
+rewritten only when what they say changes (what was written is remembered, and read back every
+``resync`` seconds). An object of that name that the pool does not own is never overwritten.
+Credentials exist only in the Secret's data: never in a log line, an Event or the pool's status.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import json
+import logging
+import time
+import urllib.parse
+
+from .model import POOL_LABEL, Member, Pool, owner_reference
+
+log = logging.getLogger("egress_proxies_controller.pool.publish")
+MANAGED_BY = "egress-proxies-controller"
+
+
+def endpoint_url(member: Member, credentials: tuple | None) -> str:
+    auth = ""
+    if credentials:
+        user, password = (urllib.parse.quote(part, safe="") for part in credentials)
+        auth = "%s:%s@" % (user, password)
+    return "http://%s%s:%d" % (auth, member.ip, member.port)
+
+
+def render(members: list, credentials, now: float) -> dict:
+    """The endpoints Secret's two keys for the Ready ``members`` (sorted by name).
+    ``credentials``: one (username, password) for all, None, or a function of the member
+    (members of two revisions have different ones during a roll; pool_auth)."""
+    ready = sorted((m for m in members if m.ready), key=lambda m: m.name)
+    text = "".join(
+        endpoint_url(m, credentials(m) if callable(credentials) else credentials) + "\n" for m in ready
+    )
+    entries = [
+        {
+            "name": m.name,
+            "address": m.ip,
+            "port": m.port,
+            "provider": m.provider,
+            "zone": m.zone,
+            "createdAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m.created)),
+            "age": int(max(0, now - m.created)),
+        }
+        for m in ready
+    ]
+    return {"proxies.txt": text, "proxies.json": json.dumps(entries, indent=1, sort_keys=True) + "\n"}
+
+
+def sliceable(address: str) -> bool:
+    """Whether the API server takes ``address`` in an EndpointSlice: it refuses loopback and
+    link-local ones (the local provider's), which only the endpoints Secret lists then."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return ip.version == 4 and not (ip.is_loopback or ip.is_link_local or ip.is_unspecified)
+
+
+def _without_age(text: str | None) -> list:
+    """proxies.json's entries without their ever-growing age: what decides a rewrite."""
+    return [{k: v for k, v in e.items() if k != "age"} for e in json.loads(text or "[]")]
+
+
+def _meta(pool: Pool, name: str, labels=None) -> dict:
+    return {
+        "name": name,
+        "namespace": pool.namespace,
+        "labels": {POOL_LABEL: pool.name, **(labels or {})},
+        "ownerReferences": [owner_reference(pool)],
+    }
+
+
+def _owned(obj: dict, pool: Pool) -> bool:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("uid") == pool.uid for r in refs)
+
+
+class Publisher:
+    def __init__(self, pool_kube, resync: float = 60.0, clock=time.monotonic):
+        self.kube = pool_kube
+        self.resync = resync
+        self.clock = clock
+        self._written = {}  # (pool uid, kind) -> (digest of what was written, when)
+
+    def forget(self, uid: str) -> None:
+        for key in [k for k in self._written if k[0] == uid]:
+            del self._written[key]
+
+    def publish(self, pool: Pool, members: list, now: float, credentials=None) -> list:
+        """Bring the three objects up to date; returns problems to report (never a secret).
+        ``credentials(member)`` gives a member's (username, password) or None; a
+        ``LookupError`` from it (naming a Secret, never a value) publishes nothing."""
+        problems = []
+        ready = [m for m in members if m.ready]
+        try:
+            data = render(ready, credentials, now)
+        except LookupError as exc:
+            return ["endpoints not published: %s" % exc]
+        stable = _without_age(data["proxies.json"])  # with the URLs: what decides a rewrite
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": _meta(pool, pool.name + "-endpoints"),
+            "type": "Opaque",
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+        }
+        problems += self._ensure(pool, secret, [data["proxies.txt"], stable], replace=True)
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": _meta(pool, pool.name),
+            "spec": {"clusterIP": "None", "type": "ClusterIP", "publishNotReadyAddresses": False},
+        }
+        problems += self._ensure(pool, service, [], replace=False)
+        port = int(pool.template.get("port") or 3128)
+        slice_ = {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": _meta(
+                pool,
+                pool.name,
+                {
+                    "kubernetes.io/service-name": pool.name,
+                    "endpointslice.kubernetes.io/managed-by": MANAGED_BY,
+                },
+            ),
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": [m.ip], "conditions": {"ready": True}, "hostname": m.name}
+                for m in sorted(ready, key=lambda m: m.name)
+                if sliceable(m.ip)
+            ],
+            "ports": [{"name": "proxy", "port": port, "protocol": "TCP"}],
+        }
+        problems += self._ensure(pool, slice_, [slice_["endpoints"], port], replace=True)
+        return problems
+
+    def _ensure(self, pool: Pool, body: dict, what, replace: bool) -> list:
+        """One object; an API error is a problem to report, never the end of the pool's tick."""
+        try:
+            return self._write(pool, body, what, replace)
+        except Exception as exc:
+            reason = getattr(exc, "reason", "") or type(exc).__name__
+            return ["%s %s not written: %s" % (body["kind"], body["metadata"]["name"], reason)]
+
+    def _write(self, pool: Pool, body: dict, what, replace: bool) -> list:
+        kind, name = body["kind"], body["metadata"]["name"]
+        digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+        memo = self._written.get((pool.uid, kind))
+        if memo and memo[0] == digest and self.clock() - memo[1] < self.resync:
+            return []
+        current = self.kube.read(kind, pool.namespace, name)
+        if current is None:
+            self.kube.create(kind, pool.namespace, body)
+        elif not _owned(current, pool):
+            return ["%s %s exists and is not this pool's: left as it is" % (kind, name)]
+        elif replace and self._differs(kind, current, body):
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            self.kube.replace(kind, pool.namespace, body)
+        self._written[(pool.uid, kind)] = (digest, self.clock())
+        return []
+
+    @staticmethod
+    def _differs(kind: str, current: dict, body: dict) -> bool:
+        if kind == "Secret":
+            old = {k: base64.b64decode(v).decode() for k, v in (current.get("data") or {}).items()}
+            new = {k: base64.b64decode(v).decode() for k, v in body["data"].items()}
+            if old.get("proxies.txt") != new.get("proxies.txt"):
+                return True
+            return _without_age(old.get("proxies.json")) != _without_age(new.get("proxies.json"))
+        return (current.get("endpoints") or []) != body["endpoints"] or current.get("ports") != body["ports"]
