@@ -1,7 +1,9 @@
-"""egress-proxies controller: reconciles ``Proxy`` resources through the collection's modules.
+"""egress-proxies controller: reconciles ``Proxy`` and ``ProxyPool`` resources through the modules.
 
-Layers (each its own module): ``informer`` (list+watch into a cache) -> ``workqueue`` (due keys,
-de-duplicated, rate-limited) -> ``reconciler`` (pure: object + last result -> next step) ->
-``executor`` (one ansible-runner run of the modules' batch form per provider per tick) -> ``status``
-(status subresource and finalizer writes, Events). ``manager`` wires them; ``__main__`` parses flags.
+Folders are layers (docs/architecture.md, "Walk-throughs: the controller"): ``kube`` (list+watch
+caches, the work queue, Events, conditions) -> ``proxy`` (the pure reconciler and the Proxy
+controller that dispatches keys, batches them per provider and writes status) -> ``runs`` (one
+ansible-runner run of the modules' batch form per provider); ``pool`` (the ProxyPool controller),
+``loops`` (GC and health), ``sharding``, ``config`` and ``telemetry`` beside them. ``__main__``
+wires them; ``flags`` is the command line.
 """

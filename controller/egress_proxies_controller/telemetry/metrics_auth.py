@@ -131,7 +131,7 @@ class Authorizer:
     """``check(headers, path)`` -> (HTTP code, reason): 200 to serve, else 401, 403 or 500.
 
     ``reviews`` has ``token_review(token) -> user dict or None`` and
-    ``access_review(user, path, verb) -> bool`` (kube.Kube has both)."""
+    ``access_review(user, path, verb) -> bool`` (kube/client.py's Kube has both)."""
 
     def __init__(self, reviews):
         self.reviews = reviews
