@@ -8,6 +8,7 @@ import itertools
 
 from egress_proxies_controller.kube.workqueue import WorkQueue
 from egress_proxies_controller.pool import controller as pool_reconciler
+from egress_proxies_controller.pool.expectations import Expectations
 from egress_proxies_controller.pool.members import MemberIndex
 from egress_proxies_controller.pool.model import POOL_FINALIZER
 
@@ -39,8 +40,12 @@ class FakeInformer:
 
 
 class FakePoolKube:
+    """The pool's API calls; a member's create or delete reaches the Proxy cache as its watch
+    event would, at once, unless ``held`` (the events then wait in ``held_events``)."""
+
     def __init__(self, proxies: FakeInformer):
         self.proxies, self.created, self.deleted = proxies, [], []
+        self.held, self.held_events = False, []
         self.names = itertools.count()
         self.secrets = {}  # name -> Secret dict (the user's, as credentials; the pool's copies, whole)
         self.secrets_deleted = []
@@ -78,14 +83,29 @@ class FakePoolKube:
         meta.update(uid="m-%s" % meta["name"], creationTimestamp="2026-12-01T10:00:00Z")
         made = dict(body, metadata=meta)
         self.created.append(made)
+        self._watch(made)
         return made
 
     def delete_proxy(self, namespace, name, uid):
         self.deleted.append(name)
         obj = self.proxies.get("%s/%s" % (namespace, name))
-        return dict(
+        deleting = dict(
             obj, metadata=dict(obj["metadata"], deletionTimestamp="2026-12-01T10:01:00Z", finalizers=["f"])
         )
+        self._watch(deleting)
+        return deleting
+
+    def _watch(self, obj) -> None:
+        if self.held:
+            self.held_events.append(obj)
+        else:
+            self.proxies.store(obj)
+
+    def deliver(self) -> None:
+        """The held watch events arrive."""
+        events, self.held_events, self.held = self.held_events, [], False
+        for obj in events:
+            self.proxies.store(obj)
 
 
 class FakePublisher:
@@ -118,6 +138,7 @@ def controller(configured=("local", "second")):
     ctl.queue_clock = Clock()
     ctl.due = WorkQueue(base_delay=1.0, max_delay=60.0, clock=ctl.queue_clock)
     ctl.members = MemberIndex()
+    ctl.expectations = Expectations(clock=ctl.queue_clock)
     proxies.watchers.append(ctl._member_changed)
     ctl.informer = FakeInformer()
     ctl.informer.on_change = ctl.due.add

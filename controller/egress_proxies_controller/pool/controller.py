@@ -34,6 +34,7 @@ from ..loops.periodic import PeriodicLoop
 from . import rollout, spread
 from . import status as pool_status
 from .auth import PoolAuth, source_name
+from .expectations import Expectations
 from .kube_calls import PoolKube
 from .members import MemberIndex
 from .model import (
@@ -77,6 +78,7 @@ class PoolController(PeriodicLoop):
         resync: float = 30.0,
         auth_recheck: float = 5.0,
         target_retry: float = 300.0,
+        expectation_ttl: float = 300.0,
         may_act=lambda: True,
         clock=time.time,
     ):
@@ -94,6 +96,7 @@ class PoolController(PeriodicLoop):
         self.clock = clock
         self.due = WorkQueue(base_delay=1.0, max_delay=60.0)  # pool keys, fed by events
         self.members = MemberIndex()
+        self.expectations = Expectations(expectation_ttl)
         proxy_informer.watchers.append(self._member_changed)
         self.informer = Informer(kube, namespace, self.due.add, lister=self.pools.list_pools)
         self.publisher = Publisher(self.pools)
@@ -116,6 +119,7 @@ class PoolController(PeriodicLoop):
 
     def _member_changed(self, key: str, old: dict | None, new: dict | None) -> None:
         for pool_key in self.members.changed(key, old, new):
+            self.expectations.observe(pool_key, key, old, new)
             self.due.add(pool_key)
 
     def resync_all(self) -> None:
@@ -151,6 +155,12 @@ class PoolController(PeriodicLoop):
             self.due.done(key)
             self._gone(key)
             return
+        if not self.expectations.satisfied(key):
+            # Its own creates or deletes are not in the cache yet: planning now would repeat
+            # them. Their watch events queue the pool; the wait bounds a lost one.
+            self.due.done(key)
+            self.due.add_after(key, self.expectations.wait_left(key))
+            return
         uid = obj["metadata"]["uid"]
         member_objs = [o for o in map(self.proxies.get, self.members.of(key)) if o and owner_uid(o) == uid]
         try:
@@ -183,6 +193,7 @@ class PoolController(PeriodicLoop):
 
     def _gone(self, key: str) -> None:
         """A pool no longer cached: its metrics, publication and auth memory go."""
+        self.expectations.forget(key)
         if key not in self._seen:
             return
         uid, targets = self._seen.pop(key)
@@ -235,23 +246,27 @@ class PoolController(PeriodicLoop):
         surge, unavailable = rollout.budget(pool.replicas, pool.max_surge, pool.max_unavailable)
         plan = rollout.plan(counted, desired, revisions, now, pool.max_age, pool.replicas, surge, unavailable)
         events, done = [], []
+        pool_key = key_of(obj)
         for name in plan.deletes:
             member = next(m for m in members if m.name == name)
             reason = self._why(member, revisions, pool, now)
-            gone = self.pools.delete_proxy(pool.namespace, name, by_name[name]["metadata"]["uid"])
-            self._store_deleting(gone, name)
-            self._touched.append("%s/%s" % (pool.namespace, name))
+            self._delete_member(pool_key, by_name[name])
             self.metrics.deleted.labels(pool.namespace, pool.name, reason).inc()
             log.info("pool %s/%s: deleted member %s (%s)", pool.namespace, pool.name, name, reason)
             events.append(("Normal", "MemberDeleted", "deleted member %s (%s)" % (name, reason)))
             done.append(name)
         created = 0
+        self.expectations.expect_creates(pool_key, sum(plan.creates.values()))
         for target in pool.targets:
             for _i in range(plan.creates.get(target.name, 0)):
-                made = self.pools.create_proxy(
-                    pool.namespace, self._member_body(pool, target, revisions, copy)
-                )
-                self.proxies.store(made)
+                try:
+                    made = self.pools.create_proxy(
+                        pool.namespace, self._member_body(pool, target, revisions, copy)
+                    )
+                except Exception:
+                    for _unmade in range(sum(plan.creates.values()) - created):
+                        self.expectations.create_failed(pool_key)
+                    raise
                 self._touched.append(key_of(made))
                 self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
                 log.info(
@@ -344,13 +359,6 @@ class PoolController(PeriodicLoop):
             return "Failed"
         return "ScaleDown"
 
-    def _store_deleting(self, obj, name: str) -> None:
-        """Put a member its finalizer holds into the cache at once (a member deleted outright
-        is left to its watch event: storing it would keep a ghost)."""
-        meta = (obj or {}).get("metadata") or {}
-        if meta.get("name") == name and meta.get("deletionTimestamp"):
-            self.proxies.store(obj)
-
     def _member_body(self, pool: Pool, target, revisions: dict, copy: str = "") -> dict:
         return {
             "apiVersion": "crawl.example.com/v1alpha1",
@@ -368,15 +376,25 @@ class PoolController(PeriodicLoop):
             "spec": pool.member_spec(target, copy),
         }
 
+    def _delete_member(self, pool_key: str, member: dict) -> None:
+        """Delete one member (uid precondition), expected before the call: its watch event may
+        come first."""
+        meta, member_key = member["metadata"], key_of(member)
+        self.expectations.expect_delete(pool_key, member_key, meta["uid"])
+        try:
+            self.pools.delete_proxy(meta["namespace"], meta["name"], meta["uid"])
+        except Exception:
+            self.expectations.delete_failed(pool_key, member_key)
+            raise
+        self._touched.append(member_key)
+
     def _finalize(self, obj: dict, pool: Pool, member_objs: list) -> None:
         """The pool is being deleted: delete every member, release the pool once none is left."""
         for member in member_objs:
             meta = member["metadata"]
             if meta.get("deletionTimestamp"):
                 continue
-            gone = self.pools.delete_proxy(pool.namespace, meta["name"], meta["uid"])
-            self._store_deleting(gone, meta["name"])
-            self._touched.append(key_of(member))
+            self._delete_member(key_of(obj), member)
             self.metrics.deleted.labels(pool.namespace, pool.name, "PoolDeleted").inc()
         if not member_objs and POOL_FINALIZER in pool.finalizers:
             written = self.pools.set_finalizer(obj, False)
