@@ -27,7 +27,7 @@ def _python(code: str, collections: str, cwd: str) -> subprocess.CompletedProces
 def test_module_utils_come_from_ansibles_collections_path_through_its_loader(tmp_path):
     code = (
         "from egress_proxies_controller.sharding import assignment; import sys; "
-        "m = sys.modules['ansible_collections.crawl.egress_proxies.plugins.module_utils.'"
+        "m = sys.modules['ansible_collections.crawl.egress_proxies.plugins.module_utils."
         "helpers.uid_shards']; "
         "print(type(m.__loader__).__name__, m.__file__)"
     )
