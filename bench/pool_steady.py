@@ -7,7 +7,8 @@ shipped ``PoolController`` code: the base's ``pool/controller.py`` is loaded fro
 tree's, over the same package. Each is given ``--pools`` pools of ``--members`` Ready members in
 real ``Informer`` caches (no API server: the pool's API calls go to an in-memory store that
 counts them), settled, then driven for ``--seconds`` rounds, one per simulated second (the
-queue's and the publisher's clocks move one second a round; nothing sleeps).
+queue's clock moves one second a round; nothing sleeps). Both use this tree's Publisher, which
+reads a pool's published objects back at every reconcile.
 
 Printed for each: the loop's CPU per simulated second (``time.process_time``, which is what it
 takes from the controller's cores), pools reconciled, Proxy cache reads and API calls over the
@@ -55,12 +56,13 @@ class Clock:
 
 
 class MemoryPoolKube:
-    """The pool's API calls against dicts, counted."""
+    """The pool's API calls against dicts, counted (reads also on their own)."""
 
     def __init__(self):
-        self.calls = 0
+        self.calls = self.reads = 0
         self.published = {}
         self.names = itertools.count()
+        self.proxies = None  # the Proxy cache its creates reach, as their watch events would
 
     def set_finalizer(self, obj, present):
         self.calls += 1
@@ -76,7 +78,10 @@ class MemoryPoolKube:
         n = next(self.names)
         meta = dict(body["metadata"], name="%s%05d" % (body["metadata"]["generateName"], n))
         meta.update(uid="m-%d" % n, resourceVersion="1", creationTimestamp="2026-12-01T10:00:00Z")
-        return dict(body, metadata=meta)
+        made = dict(body, metadata=meta)
+        if self.proxies is not None:
+            self.proxies.store(made)  # its watch event, at once (the loop waits for it: expectations)
+        return made
 
     def delete_proxy(self, namespace, name, uid):
         self.calls += 1
@@ -84,6 +89,7 @@ class MemoryPoolKube:
 
     def read(self, kind, namespace, name):
         self.calls += 1
+        self.reads += 1
         return self.published.get((kind, namespace, name))
 
     def create(self, kind, namespace, body):
@@ -204,8 +210,11 @@ def controller(module, clock: Clock):
         interval=0,
     )
     ctl.pools = MemoryPoolKube()
-    ctl.publisher = Publisher(ctl.pools, clock=clock)
+    ctl.pools.proxies = proxies
+    ctl.publisher = Publisher(ctl.pools)
     ctl.auth.kube = ctl.pools
+    if not hasattr(ctl.auth, "credentials"):  # the base asks PoolAuth.credentials (now reader)
+        ctl.auth.credentials = lambda _pool, _name, current: current  # no pool here has auth
     ctl.informer.synced.set()
     if hasattr(ctl, "due"):  # the event-driven loop: its queue on the simulated clock
         ctl.due = WorkQueue(base_delay=1.0, max_delay=60.0, clock=clock)
@@ -221,7 +230,7 @@ def settle(ctl, proxies, pools: int, members: int) -> None:
         ctl.informer.on_change(informer_mod.key_of(obj))
     made = set()
     for _round in range(50):
-        before = ctl.pools.calls
+        before = ctl.pools.calls - ctl.pools.reads  # writes: every reconcile reads what it published
         ctl.round()
         for key in proxies.cache_keys():
             obj = proxies.get(key)
@@ -233,7 +242,7 @@ def settle(ctl, proxies, pools: int, members: int) -> None:
             status.update(provider=PROVIDER, conditions=[ready])
             meta = dict(obj["metadata"], resourceVersion="2")
             proxies.store(dict(obj, metadata=meta, status=status))
-        if ctl.pools.calls == before and len(made) == pools * members:
+        if ctl.pools.calls - ctl.pools.reads == before and len(made) == pools * members:
             return
     raise SystemExit("the pools did not settle")
 

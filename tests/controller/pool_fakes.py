@@ -4,6 +4,7 @@ the publisher) and a PoolController wired to them, for the decision and event te
 from __future__ import annotations
 
 import base64
+import copy
 import itertools
 
 from egress_proxies_controller.kube.workqueue import WorkQueue
@@ -48,7 +49,10 @@ class FakePoolKube:
         self.held, self.held_events = False, []
         self.names = itertools.count()
         self.secrets = {}  # name -> Secret dict (the user's, as credentials; the pool's copies, whole)
+        self.others = {}  # (kind, name) -> the Service or EndpointSlice a real Publisher writes
         self.secrets_deleted = []
+        self.writes = []  # (verb, kind, name) of every create and replace
+        self.uids = itertools.count(1)
 
     def auth_credentials(self, _namespace, name):
         secret = self.secrets.get(name)
@@ -58,13 +62,28 @@ class FakePoolKube:
             return tuple(base64.b64decode(secret["data"][k]).decode() for k in ("username", "password"))
         return secret["credentials"]
 
+    def _store(self, kind) -> dict:
+        return self.secrets if kind == "Secret" else self.others.setdefault(kind, {})
+
     def read(self, kind, _namespace, name):
-        assert kind == "Secret"
-        return self.secrets.get(name)
+        obj = self._store(kind).get(name)
+        return copy.deepcopy(obj) if obj else None
 
     def create(self, kind, _namespace, body):
-        assert kind == "Secret" and body["metadata"]["name"] not in self.secrets
-        self.secrets[body["metadata"]["name"]] = dict(body, metadata=dict(body["metadata"], uid="s-1"))
+        name = body["metadata"]["name"]
+        assert name not in self._store(kind)
+        self.writes.append(("create", kind, name))
+        meta = dict(body["metadata"], uid="s-%d" % next(self.uids), resourceVersion="1")
+        self._store(kind)[name] = copy.deepcopy(dict(body, metadata=meta))
+
+    def replace(self, kind, _namespace, body):
+        name = body["metadata"]["name"]
+        current = self._store(kind)[name]
+        assert body["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+        self.writes.append(("replace", kind, name))
+        meta = dict(body["metadata"], uid=current["metadata"]["uid"])
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        self._store(kind)[name] = copy.deepcopy(dict(body, metadata=meta))
 
     def delete_secret(self, _namespace, name, uid):
         assert self.secrets[name]["metadata"]["uid"] == uid
@@ -116,9 +135,6 @@ class FakePublisher:
         self.urls = [(m.name, credentials(m) if credentials else None) for m in members if m.ready]
         return []
 
-    def forget(self, uid):
-        pass
-
 
 class Clock:
     """The pool queue's monotonic clock, moved by the tests."""
@@ -152,7 +168,7 @@ def controller(configured=("local", "second")):
 
     ctl.metrics, ctl.target_retry, ctl.may_act = PoolMetrics(CollectorRegistry()), 300.0, lambda: True
     ctl.clock = lambda: 1_764_583_300.0  # 2026-12-01T10:01:40Z
-    ctl._touched, ctl._problems, ctl._seen, ctl.events = [], {}, {}, []
+    ctl._touched, ctl._seen, ctl.events = [], {}, []
     return ctl, queue
 
 

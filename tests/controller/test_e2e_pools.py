@@ -273,6 +273,61 @@ def test_the_api_server_rejects_a_bad_pool_naming_the_field(controller_api, kube
     )
 
 
+def test_what_is_published_reads_back_as_written_so_a_fresh_publisher_writes_nothing(
+    controller_api, kube_namespace
+):
+    """The publisher keeps nothing in the process: it compares what it would write with what the
+    API server returns, so that must read back equal or every tick would write. With a routable
+    address in the EndpointSlice (the other tests' members are loopback: Secret only), a second
+    Publisher (a restarted controller) over the same members writes nothing; a hand edit is put
+    back."""
+    from egress_proxies_controller.kube.client import Kube
+    from egress_proxies_controller.pool.kube_calls import PoolKube
+    from egress_proxies_controller.pool.model import Member, Pool
+    from egress_proxies_controller.pool.publish import Publisher
+
+    body = {
+        "apiVersion": "crawl.example.com/v1alpha1",
+        "kind": "ProxyPool",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 0, "template": {"provider": "local", "port": 3128}},
+    }
+    pool = Pool.from_object(
+        k8s.CustomObjectsApi(controller_api).create_namespaced_custom_object(
+            e2e_lib.GROUP, e2e_lib.VERSION, kube_namespace, "proxypools", body
+        )
+    )
+    now = time.time()
+    members = [
+        Member("web-%d" % i, "main", "r", now - 60, True, ip="10.1.2.%d" % i, provider="local", zone="z")
+        for i in (1, 2)
+    ]
+    pool_kube = PoolKube(Kube(controller_api))
+
+    def versions() -> list:
+        return [
+            pool_kube.read(kind, kube_namespace, name)["metadata"]["resourceVersion"]
+            for kind, name in (("Secret", "web-endpoints"), ("Service", "web"), ("EndpointSlice", "web"))
+        ]
+
+    assert Publisher(pool_kube).publish(pool, members, now, ("u", "p")) == []
+    written = versions()
+    assert Publisher(pool_kube).publish(pool, members, now + 90, ("u", "p")) == []
+    assert versions() == written
+    discovery = k8s.DiscoveryV1Api(controller_api)
+    edited = discovery.read_namespaced_endpoint_slice("web", kube_namespace)
+    edited.endpoints = edited.endpoints[:1]
+    discovery.replace_namespaced_endpoint_slice("web", kube_namespace, edited)
+    assert Publisher(pool_kube).publish(pool, members, now + 95, ("u", "p")) == []
+    assert _slice_of(discovery, kube_namespace) == ["10.1.2.1", "10.1.2.2"]
+
+
+def _slice_of(discovery, namespace: str) -> list:
+    return sorted(
+        a for e in discovery.read_namespaced_endpoint_slice("web", namespace).endpoints for a in e.addresses
+    )
+
+
 def test_the_endpoints_carry_the_auth_secrets_credentials_and_nothing_else_does(pools, origin):
     password = "p@ss:%s" % time.time_ns()
     k8s.CoreV1Api(pools.admin).create_namespaced_secret(

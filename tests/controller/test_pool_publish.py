@@ -83,8 +83,8 @@ def pool(auth=True) -> Pool:
 
 
 def test_publisher_creates_then_rewrites_only_on_change():
-    kube, clock = FakeKube(), [0.0]
-    pub = Publisher(kube, resync=60, clock=lambda: clock[0])
+    kube = FakeKube()
+    pub = Publisher(kube)
     members = [member("a", "10.0.0.1")]
 
     def creds(_member):
@@ -103,6 +103,8 @@ def test_publisher_creates_then_rewrites_only_on_change():
     assert "selector" not in kube.objects[("Service", "web")]["spec"]
     kube.writes.clear()
     pub.publish(pool(), members, NOW + 5, creds)  # only the age moved: nothing is written
+    assert kube.writes == []
+    Publisher(kube).publish(pool(), members, NOW + 5, creds)  # nor by another publisher: none kept
     assert kube.writes == []
     pub.publish(pool(), [*members, member("b", "10.0.0.2")], NOW + 6, creds)
     assert sorted(kube.writes) == [("replace", "EndpointSlice"), ("replace", "Secret")]

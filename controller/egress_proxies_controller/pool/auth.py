@@ -11,16 +11,21 @@ is part of the member spec, so it is part of the revision.
 The fingerprint is PBKDF2-HMAC-SHA256 (``ROUNDS``, salted with the pool's UID) of the
 credentials, 10 hex characters of it: it appears in names and labels that more people can read
 than the Secret, so it is as slow to guess a password from as the SHA-512 crypt hash a proxy
-keeps (more rounds), and computed once per content change (remembered per pool in memory).
+keeps (more rounds), and computed once per content change (``PoolAuth._prints``, a cache).
 
-Copies no member refers to any more (and that are not the current one) are deleted with the
-pool's UID checked on the object and as a precondition; the pool's ``status.authSecrets``
-remembers which exist, so a controller restart forgets none. Any that remain go with the pool
-(owner reference).
+What exists is read from the API, never remembered: at every tick the current copy is read back
+(one ``get``) and made when missing, or deleted (UID precondition) and made again when its content
+is not the credentials its name stands for; the other copies members name are read once a tick.
+So a restarted controller, or another replica taking over, makes no copy that exists and fixes
+one that drifted. Copies no member refers to any more (and that are not the current one) are
+deleted with the pool's UID checked on the object and as a precondition; the pool's
+``status.authSecrets`` records which exist, so a controller restart forgets none. Any that
+remain go with the pool (owner reference).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 
 from ..proxy import auth_secret
@@ -45,20 +50,18 @@ def source_name(pool: Pool) -> str:
 
 
 class PoolAuth:
-    """The current copy of each pool, the credentials of every copy (cached: copies are
-    immutable), and the pruning of copies no member uses."""
+    """The current copy of each pool, the credentials of the copies its members name, and the
+    pruning of copies no member uses: all read from the API each tick."""
 
     def __init__(self, pool_kube):
         self.kube = pool_kube
-        self._prints = {}  # pool uid -> ((username, password), fingerprint): computed once per change
-        self._made = {}  # (namespace, copy name) -> pool uid: known to exist with this content
-        self._cache = {}  # (namespace, copy name) -> (username, password)
+        # pool uid -> ((username, password), fingerprint): a cache of ``fingerprint`` (a pure
+        # function, 100,000 PBKDF2 rounds) so a pool re-reading its Secret every few seconds does
+        # not compute it again; losing it costs one computation and never changes a decision.
+        self._prints = {}
 
     def forget(self, uid: str) -> None:
         self._prints.pop(uid, None)
-        for key in [k for k, owner in self._made.items() if owner == uid]:
-            del self._made[key]
-            self._cache.pop(key, None)
 
     def current(self, pool: Pool) -> tuple:
         """(copy name, credentials) for new members, creating the copy if needed; ("", None)
@@ -76,62 +79,61 @@ class PoolAuth:
             known = ((username, password), fingerprint(pool.uid, username, password))
             self._prints[pool.uid] = known
         name = copy_name(pool, known[1])
-        if (pool.namespace, name) not in self._made:
-            self._ensure_copy(pool, name, username, password)
-            self._made[(pool.namespace, name)] = pool.uid
-        self._cache[(pool.namespace, name)] = (username, password)
+        self._ensure_copy(pool, name, username, password)
         return name, (username, password)
 
     def _ensure_copy(self, pool: Pool, name: str, username: str, password: str) -> None:
-        import base64
-
+        """The copy ``name`` as the API holds it: made when missing, made again (it is
+        immutable) when it does not hold these credentials."""
         current = self.kube.read("Secret", pool.namespace, name)
-        if current is None:
-            self.kube.create(
-                "Secret",
-                pool.namespace,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {
-                        "name": name,
-                        "namespace": pool.namespace,
-                        "labels": {POOL_LABEL: pool.name},
-                        "ownerReferences": [owner_reference(pool)],
-                    },
-                    "type": "Opaque",
-                    "immutable": True,
-                    "data": {
-                        "username": base64.b64encode(username.encode()).decode(),
-                        "password": base64.b64encode(password.encode()).decode(),
-                    },
-                },
-            )
-            return
-        if not _owned(current, pool):
+        if current is not None and not _owned(current, pool):
             raise LookupError(
                 "Secret %s/%s exists and is not this pool's: no member is made" % (pool.namespace, name)
             )
+        if current is not None and _content(current) == (username, password):
+            return
+        if current is not None:
+            self.kube.delete_secret(pool.namespace, name, current["metadata"]["uid"])
+        self.kube.create(
+            "Secret",
+            pool.namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": name,
+                    "namespace": pool.namespace,
+                    "labels": {POOL_LABEL: pool.name},
+                    "ownerReferences": [owner_reference(pool)],
+                },
+                "type": "Opaque",
+                "immutable": True,
+                "data": {
+                    "username": base64.b64encode(username.encode()).decode(),
+                    "password": base64.b64encode(password.encode()).decode(),
+                },
+            },
+        )
 
-    def credentials(self, pool: Pool, name: str, current: tuple | None):
-        """A member's credentials by the Secret its spec names: ``current`` for the user's
-        Secret itself (a member made before copies existed), a copy's from the cache or read
-        once (copies never change); ``LookupError`` when unreadable."""
-        if not name:
-            return None
-        if name == source_name(pool):
-            return current
-        key = (pool.namespace, name)
-        if key not in self._cache:
-            self._cache[key] = self.kube.auth_credentials(pool.namespace, name)
-        return self._cache[key]
+    def reader(self, pool: Pool, copy: str, current: tuple | None):
+        """One tick's ``member -> credentials`` by the Secret the member's spec names:
+        ``current`` for the current copy (just read back) and for the user's Secret itself (a
+        member made before copies existed); any other copy read once for the tick;
+        ``LookupError`` when unreadable."""
+        known = {"": None, copy: current, source_name(pool): current}
+
+        def of(member) -> tuple | None:
+            name = member.auth_secret
+            if name not in known:
+                known[name] = self.kube.auth_credentials(pool.namespace, name)
+            return known[name]
+
+        return of
 
     def prune(self, pool: Pool, current: str, referenced: set) -> tuple:
         """Delete the pool's copies that neither new nor existing members use; returns the
         names still there (for status.authSecrets) and the problems met (no values)."""
-        recorded = set((pool.status or {}).get("authSecrets") or []) | {
-            n for (_ns, n), owner in self._made.items() if owner == pool.uid
-        }
+        recorded = set((pool.status or {}).get("authSecrets") or []) | ({current} - {""})
         keep = {n for n in recorded if n == current or n in referenced}
         problems = []
         for name in sorted(recorded - keep):
@@ -146,10 +148,16 @@ class PoolAuth:
                         "Secret %s not deleted: %s" % (name, getattr(exc, "reason", type(exc).__name__))
                     )
                     keep.add(name)
-                    continue
-            self._made.pop((pool.namespace, name), None)
-            self._cache.pop((pool.namespace, name), None)
         return sorted(keep), problems
+
+
+def _content(secret: dict) -> tuple | None:
+    """A copy's (username, password), None when it holds no such text."""
+    data = secret.get("data") or {}
+    try:
+        return tuple(base64.b64decode(data[key]).decode("utf-8") for key in KEYS)
+    except (KeyError, TypeError, UnicodeDecodeError, ValueError):
+        return None
 
 
 def _owned(obj: dict, pool: Pool) -> bool:

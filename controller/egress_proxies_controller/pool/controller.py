@@ -102,8 +102,11 @@ class PoolController(PeriodicLoop):
         self.publisher = Publisher(self.pools)
         self.auth = PoolAuth(self.pools)
         self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
-        self._problems = {}  # pool uid -> the publication problems last reported
-        self._seen = {}  # pool key -> (uid, target names), to drop the metrics of a pool gone
+        # pool key -> (uid, target names) of the pools this process reconciled: which of this
+        # process's own metric series to drop when a pool goes. Process state by nature (the
+        # series live in this process), unlike anything a pool decides, which is read from the
+        # objects: the published ones, the auth copies, the pool's status (Published).
+        self._seen = {}
         self._names = None  # the providers file's names the pools were last reconciled with
 
     def start(self):
@@ -192,16 +195,15 @@ class PoolController(PeriodicLoop):
         return min(max(0.5, w) for w in waits)
 
     def _gone(self, key: str) -> None:
-        """A pool no longer cached: its metrics, publication and auth memory go."""
+        """A pool no longer cached: this process's metric series of it and its fingerprint
+        cache go (nothing else of a pool is kept in the process)."""
         self.expectations.forget(key)
         if key not in self._seen:
             return
         uid, targets = self._seen.pop(key)
         namespace, name = key.split("/", 1)
         self.metrics.forget(namespace, name, targets)
-        self.publisher.forget(uid)
         self.auth.forget(uid)
-        self._problems.pop(uid, None)
 
     # -- one pool ------------------------------------------------------------------------
 
@@ -280,11 +282,8 @@ class PoolController(PeriodicLoop):
         if created:
             events.append(("Normal", "MembersCreated", "created %d member(s)" % created))
         remaining = [m for m in members if m.name not in done]
-        problems = self.publisher.publish(
-            pool, remaining, now, lambda m: self.auth.credentials(pool, m.auth_secret, credentials)
-        )
+        problems = self.publisher.publish(pool, remaining, now, self.auth.reader(pool, copy, credentials))
         auth_secrets, pruned = self.auth.prune(pool, copy, {m.auth_secret for m in members})
-        events += self._said(pool, problems + pruned)
         progress = (
             "created %d, deleted %d member(s)" % (created, len(done))
             if created or done
@@ -292,32 +291,40 @@ class PoolController(PeriodicLoop):
         )
         stamp = conditions.now_rfc3339()
         status, status_events = pool_status.compute(
-            pool, [m for m in members if m.name not in done], desired, degraded, plan, stamp, progress
+            pool,
+            [m for m in members if m.name not in done],
+            desired,
+            degraded,
+            plan,
+            stamp,
+            progress,
+            problems + pruned,
         )
         if auth_secrets:
             status["authSecrets"] = auth_secrets
-        events += status_events
+        self._write(obj, pool, status, events + status_events)
+        self._observe(pool, status, desired)
+
+    def _report(self, obj: dict, pool: Pool, problems: list) -> None:
+        """A tick that changed nothing: only its ``problems`` go into the status (Published)."""
+        conds, events = pool_status.published(
+            pool, pool.status.get("conditions") or [], problems, conditions.now_rfc3339()
+        )
+        self._write(obj, pool, dict(pool.status, conditions=conds), events)
+
+    def _write(self, obj: dict, pool: Pool, status: dict, events: list) -> None:
+        """The status when it changed, then the Events. When the write fails (the pool changed
+        meanwhile) only the actions' Events go: a transition or a problem not recorded is told
+        at the tick that records it, so a problem's Event goes once, whatever process sends it."""
         if status != (obj.get("status") or {}):
             written = self.pools.write_status(obj, status)
             if written is not None:
                 self.informer.store(written)
             else:
-                events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated", "PublishFailed")]
+                events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated")]
         for event_type, reason, message in events:
-            self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
-        self._observe(pool, status, desired)
-
-    def _said(self, pool: Pool, problems: list) -> list:
-        """Warning Events for ``problems``, once per change (not every tick); never a value."""
-        if problems == self._problems.get(pool.uid, []):
-            return []
-        self._problems[pool.uid] = problems
-        for problem in problems:
-            log.warning("pool %s/%s: %s", pool.namespace, pool.name, problem)
-        return [("Warning", "PublishFailed", problem) for problem in problems]
-
-    def _report(self, obj: dict, pool: Pool, problems: list) -> None:
-        for event_type, reason, message in self._said(pool, problems):
+            if reason == "PublishFailed":
+                log.warning("pool %s/%s: %s", pool.namespace, pool.name, message)
             self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
 
     def _degraded(self, pool: Pool, members: list, revisions: dict, configured: set, now: float) -> dict:

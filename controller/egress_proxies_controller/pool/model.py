@@ -32,6 +32,7 @@ ROTATE_ANNOTATION = "crawl.example.com/rotate-now"  # any new value on the pool 
 
 COND_PROGRESSING = "Progressing"
 COND_SPREAD_DEGRADED = "SpreadDegraded"
+COND_PUBLISHED = "Published"
 
 _DURATION = re.compile(r"([0-9]+)([smh])")
 

@@ -5,15 +5,19 @@ member was made with when template.auth is set, pool_auth) and ``proxies.json`` 
 provider, zone, createdAt, age); crawlers mount it. The selector-less headless Service
 ``<pool>`` and the EndpointSlice of the Ready members' addresses make ``<pool>.<namespace>.svc``
 resolve to them. All three are owned by the pool (Kubernetes collects them with it) and are
-rewritten only when what they say changes (what was written is remembered, and read back every
-``resync`` seconds). An object of that name that the pool does not own is never overwritten.
-Credentials exist only in the Secret's data: never in a log line, an Event or the pool's status.
+rewritten only when what they say differs from what the object on the API says: each is read
+back (one ``get``) at every publish and compared by content, ``age`` aside. Nothing about them is
+kept in the process, so a restarted controller, or another replica taking over, writes nothing
+while they are right, and an object edited or deleted by hand is put back at the pool's next
+tick. The content itself is compared, not a digest annotation beside it, which a hand edit of the
+data would leave as it was. An object of that name that the pool does not own is never
+overwritten. Credentials exist only in the Secret's data: never in a log line, an Event or the
+pool's status.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import ipaddress
 import json
 import logging
@@ -87,15 +91,10 @@ def _owned(obj: dict, pool: Pool) -> bool:
 
 
 class Publisher:
-    def __init__(self, pool_kube, resync: float = 60.0, clock=time.monotonic):
-        self.kube = pool_kube
-        self.resync = resync
-        self.clock = clock
-        self._written = {}  # (pool uid, kind) -> (digest of what was written, when)
+    """Writes a pool's three objects from what the API holds; keeps no state of its own."""
 
-    def forget(self, uid: str) -> None:
-        for key in [k for k in self._written if k[0] == uid]:
-            del self._written[key]
+    def __init__(self, pool_kube):
+        self.kube = pool_kube
 
     def publish(self, pool: Pool, members: list, now: float, credentials=None) -> list:
         """Bring the three objects up to date; returns problems to report (never a secret).
@@ -107,7 +106,6 @@ class Publisher:
             data = render(ready, credentials, now)
         except LookupError as exc:
             return ["endpoints not published: %s" % exc]
-        stable = _without_age(data["proxies.json"])  # with the URLs: what decides a rewrite
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -115,14 +113,14 @@ class Publisher:
             "type": "Opaque",
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
         }
-        problems += self._ensure(pool, secret, [data["proxies.txt"], stable], replace=True)
+        problems += self._ensure(pool, secret, replace=True)
         service = {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": _meta(pool, pool.name),
             "spec": {"clusterIP": "None", "type": "ClusterIP", "publishNotReadyAddresses": False},
         }
-        problems += self._ensure(pool, service, [], replace=False)
+        problems += self._ensure(pool, service, replace=False)
         port = int(pool.template.get("port") or 3128)
         slice_ = {
             "apiVersion": "discovery.k8s.io/v1",
@@ -143,23 +141,21 @@ class Publisher:
             ],
             "ports": [{"name": "proxy", "port": port, "protocol": "TCP"}],
         }
-        problems += self._ensure(pool, slice_, [slice_["endpoints"], port], replace=True)
+        problems += self._ensure(pool, slice_, replace=True)
         return problems
 
-    def _ensure(self, pool: Pool, body: dict, what, replace: bool) -> list:
+    def _ensure(self, pool: Pool, body: dict, replace: bool) -> list:
         """One object; an API error is a problem to report, never the end of the pool's tick."""
         try:
-            return self._write(pool, body, what, replace)
+            return self._write(pool, body, replace)
         except Exception as exc:
             reason = getattr(exc, "reason", "") or type(exc).__name__
             return ["%s %s not written: %s" % (body["kind"], body["metadata"]["name"], reason)]
 
-    def _write(self, pool: Pool, body: dict, what, replace: bool) -> list:
+    def _write(self, pool: Pool, body: dict, replace: bool) -> list:
+        """Create, replace or leave ``body``'s object as the one on the API calls for (the
+        Service is only ever created: nothing in it changes)."""
         kind, name = body["kind"], body["metadata"]["name"]
-        digest = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
-        memo = self._written.get((pool.uid, kind))
-        if memo and memo[0] == digest and self.clock() - memo[1] < self.resync:
-            return []
         current = self.kube.read(kind, pool.namespace, name)
         if current is None:
             self.kube.create(kind, pool.namespace, body)
@@ -168,7 +164,6 @@ class Publisher:
         elif replace and self._differs(kind, current, body):
             body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             self.kube.replace(kind, pool.namespace, body)
-        self._written[(pool.uid, kind)] = (digest, self.clock())
         return []
 
     @staticmethod

@@ -1,23 +1,48 @@
 """A pool's status and the Events of its transitions, computed from one tick's view.
 
-Pure: the reconciler hands in what it saw and planned; tests build the inputs by hand.
+Pure: the reconciler hands in what it saw and planned; tests build the inputs by hand. The
+problems a tick met are recorded in the Published condition, and a problem's Event is sent
+when the condition did not already say it: what was reported is in the pool, not in the
+process, so a restarted controller does not repeat it.
 """
 
 from __future__ import annotations
 
 from .. import api
 from ..kube import conditions
-from .model import COND_PROGRESSING, COND_SPREAD_DEGRADED, Pool
+from .model import COND_PROGRESSING, COND_PUBLISHED, COND_SPREAD_DEGRADED, Pool
 
 
-def compute(pool: Pool, members: list, desired: dict, degraded: dict, plan, now: str, progress: str) -> tuple:
+def published(pool: Pool, conds: list, problems: list, now: str) -> tuple:
+    """(conditions, events) with Published set from ``problems`` (never a value in them): a
+    PublishFailed Warning for each problem when the condition said otherwise."""
+    message = "; ".join(problems)
+    was = conditions.find(conds, COND_PUBLISHED) or {}
+    events = []
+    if problems and (was.get("status") != "False" or was.get("message") != message):
+        events = [("Warning", "PublishFailed", problem) for problem in problems]
+    conds = conditions.set_condition(
+        conds,
+        COND_PUBLISHED,
+        not problems,
+        "PublishFailed" if problems else "Published",
+        message or "the endpoints are up to date",
+        pool.generation,
+        now,
+    )
+    return conds, events
+
+
+def compute(
+    pool: Pool, members: list, desired: dict, degraded: dict, plan, now: str, progress: str, problems=()
+) -> tuple:
     """(status, events) for ``pool``. ``degraded`` maps a skipped target to (reason, since);
-    ``progress`` says what the tick did (for Progressing's message)."""
+    ``progress`` says what the tick did (for Progressing's message); ``problems`` what it could
+    not do (Published)."""
     old = pool.status
-    conds = old.get("conditions") or []
+    conds, events = published(pool, old.get("conditions") or [], list(problems), now)
     live = [m for m in members if not m.deleting]
     ready = sum(1 for m in live if m.ready)
-    events = []
     targets = []
     for target in pool.targets:
         mine = [m for m in live if m.target == target.name]
