@@ -63,15 +63,23 @@ class MemoryPoolKube:
         self.published = {}
         self.names = itertools.count()
         self.proxies = None  # the Proxy cache its creates reach, as their watch events would
+        self.pool_informer = None  # the pool cache its pool writes reach
 
     def set_finalizer(self, obj, present):
         self.calls += 1
         fins = [POOL_FINALIZER] if present else []
-        return dict(obj, metadata=dict(obj["metadata"], finalizers=fins))
+        return self._pool_watch(dict(obj, metadata=dict(obj["metadata"], finalizers=fins)))
 
     def write_status(self, obj, status):
         self.calls += 1
-        return dict(obj, status=status)
+        return self._pool_watch(dict(obj, status=status))
+
+    def _pool_watch(self, written):
+        """A pool's write reaches the pool cache as its watch event would (this tree's loop
+        does not store its own writes; the base's does, and storing twice changes nothing)."""
+        if self.pool_informer is not None:
+            self.pool_informer.store(written)
+        return written
 
     def create_proxy(self, namespace, body):
         self.calls += 1
@@ -210,7 +218,7 @@ def controller(module, clock: Clock):
         interval=0,
     )
     ctl.pools = MemoryPoolKube()
-    ctl.pools.proxies = proxies
+    ctl.pools.proxies, ctl.pools.pool_informer = proxies, ctl.informer
     ctl.publisher = Publisher(ctl.pools)
     ctl.auth.kube = ctl.pools
     if not hasattr(ctl.auth, "credentials"):  # the base asks PoolAuth.credentials (now reader)

@@ -47,6 +47,7 @@ class FakePoolKube:
     def __init__(self, proxies: FakeInformer):
         self.proxies, self.created, self.deleted = proxies, [], []
         self.held, self.held_events = False, []
+        self.pool_informer = None  # set by controller(): where the pool's own writes arrive
         self.names = itertools.count()
         self.secrets = {}  # name -> Secret dict (the user's, as credentials; the pool's copies, whole)
         self.others = {}  # (kind, name) -> the Service or EndpointSlice a real Publisher writes
@@ -92,10 +93,16 @@ class FakePoolKube:
 
     def set_finalizer(self, obj, present):
         fin = [POOL_FINALIZER] if present else []
-        return dict(obj, metadata=dict(obj["metadata"], finalizers=fin))
+        return self._pool_watch(dict(obj, metadata=dict(obj["metadata"], finalizers=fin)))
 
     def write_status(self, obj, status):
-        return dict(obj, status=status)
+        return self._pool_watch(dict(obj, status=status))
+
+    def _pool_watch(self, written):
+        """A pool write comes back through the pool informer's watch, at once."""
+        if self.pool_informer is not None:
+            self.pool_informer.store(written)
+        return written
 
     def create_proxy(self, namespace, body):
         meta = dict(body["metadata"], name="%s%d" % (body["metadata"]["generateName"], next(self.names)))
@@ -158,6 +165,7 @@ def controller(configured=("local", "second")):
     proxies.watchers.append(ctl._member_changed)
     ctl.informer = FakeInformer()
     ctl.informer.on_change = ctl.due.add
+    ctl.pools.pool_informer = ctl.informer
     ctl.resync, ctl.auth_recheck, ctl._names = 30.0, 5.0, None
     ctl.publisher = FakePublisher()
     ctl.auth = pool_reconciler.PoolAuth(ctl.pools)

@@ -226,6 +226,11 @@ class FileCheck:
     def check_controller(self, imp: Import) -> None:
         if imp.relative:
             return
+        if imp.module.startswith("ansible_collections.") and not any(
+            i.relative and i.statement.endswith(" import collection") and i.line < imp.line
+            for i in imports(self.tree)
+        ):
+            self.fail(imp.line, imp.statement, 13, "import collection first: it sets up ansible's loader")
         top = imp.module.split(".")[0]
         if top == "kubernetes" and not self.path.endswith("/" + c.CONTROLLER_KUBERNETES_HOME):
             self.fail(imp.line, imp.statement, 12, "take it from %s" % c.CONTROLLER_KUBERNETES_HOME)

@@ -23,6 +23,7 @@ RULES: dict[int, str] = {
     10: "controller-side plugins reach providers only through provider_session",
     11: "the controller imports from plugins/ only the files in CONTROLLER_MAY_IMPORT",
     12: "the controller imports the kubernetes client only in kube/client.py",
+    13: "a controller file imports `collection` before the collection's module_utils",
 }
 
 # Why a rule has no static check (the page says so too).

@@ -88,9 +88,15 @@ BREAKS = [
     ("10-provider", 10, "inventory/proxies", MU + ".providers.local import provider_type\n"),
     ("10-runner", 10, "plugin_utils/proxy_hosts", MU + ".runners import inventory\n"),
     ("10-session-provider", 10, "plugin_utils/provider_session", MU + ".providers.gcp import api\n"),
-    ("11-not-listed", 11, CTRL, MU + ".core import names\n"),
-    ("11-plugin-utils", 11, CTRL, in_function(PU + " import proxy_hosts\n")),
+    ("11-not-listed", 11, CTRL, "from .. import collection\n" + MU + ".core import names\n"),
+    ("11-plugin-utils", 11, CTRL, "from .. import collection\n" + in_function(PU + " import proxy_hosts\n")),
     ("11-short-path", 11, CTRL, "from plugins.module_utils.core import names\n"),
+    (
+        "13-collection-after",
+        13,
+        CTRL,
+        "from ansible_collections.kubernetes.core.plugins import module_utils\nfrom .. import collection\n",
+    ),
     ("12-kubernetes-outside-kube", 12, CTRL, "from kubernetes.client.exceptions import ApiException\n"),
 ]
 
@@ -152,9 +158,12 @@ def test_allowed_imports_pass(name, source, known):
 
 def test_the_controller_may_import_what_its_list_holds(known, monkeypatch):
     monkeypatch.setattr(contracts, "CONTROLLER_MAY_IMPORT", ("core.names",))
-    assert check.check_source(CTRL, MU + ".core import names\n", known) == []
-    assert check.check_source(CTRL, MU + ".core.names import name_from_uid\n", known) == []
-    assert [v.rule for v in check.check_source(CTRL, MU + ".config import providers_file\n", known)] == [11]
+    first = "from .. import collection\n"
+    assert check.check_source(CTRL, first + MU + ".core import names\n", known) == []
+    assert check.check_source(CTRL, first + MU + ".core.names import name_from_uid\n", known) == []
+    assert [
+        v.rule for v in check.check_source(CTRL, first + MU + ".config import providers_file\n", known)
+    ] == [11]
 
 
 def test_every_rule_is_checked_or_says_why_not():

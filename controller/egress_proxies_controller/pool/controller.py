@@ -1,7 +1,7 @@
 """The ProxyPool reconciler: keeps a pool's member Proxies as a ReplicaSet keeps its Pods.
 
 Driven by events, on a queue of its own (``due``): a pool is reconciled when it changes (its
-informer), when one of its members changes (the Proxy informer's watchers: ``pool_members``
+informer), when one of its members changes (the Proxy informer's watchers: ``members``
 keeps each pool's members, status included), when the providers file's names change (every
 pool), and at the times a pool must act with no event (``_next_check``: a member reaching
 maxAge, a skipped target's retry, the auth Secret re-read, a ``resync`` safety net). A round
@@ -9,17 +9,18 @@ maxAge, a skipped target's retry, the auth Secret re-read, a ``resync`` safety n
 nothing changed it reads nothing. Members are created with generated names, the pool label,
 their target and revision labels and a controller ownerReference to the pool; members are
 deleted (UID precondition) when scaled down, rotated or rolled; the Ready ones are published
-(pool_publish); the status and Events are written. The existing Proxy reconciler does all
+(publish.py); the status and Events are written. The existing Proxy reconciler does all
 instance work: a member is an ordinary Proxy.
 
-A member created or deleted is put into the Proxy informer's cache at once (and queued for the
-Proxy reconciler), so the next round counts it even before its watch event arrives: no double
-creates. A target is skipped while its provider is not in the providers file, or for
-``target_retry`` seconds after one of its current members latched PermanentError or
-QuotaExceeded (it keeps every member that has not failed, Ready or still Provisioning, and only
-the failed ones go; the rest of its share goes to the other targets).
-The pool's finalizer holds it until every member is gone, so deleting a pool deletes every
-member, and through their finalizers every instance.
+Nothing is written into an informer's cache: a member created or deleted is expected
+(expectations.py) and the pool is not planned again until the Proxy informer has seen it (no
+double creates); the pool's own writes come back through its watch. What a pool does next is
+decided from one snapshot (decision.py, pure); this file carries it out. A target is skipped
+while its provider is not in the providers file, or for ``target_retry`` seconds after one of
+its current members latched PermanentError or QuotaExceeded (it keeps every member that has
+not failed, Ready or still Provisioning, and only the failed ones go; the rest of its share
+goes to the other targets). The pool's finalizer holds it until every member is gone, so
+deleting a pool deletes every member, and through their finalizers every instance.
 """
 
 from __future__ import annotations
@@ -27,32 +28,32 @@ from __future__ import annotations
 import logging
 import time
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
 from ..kube import conditions
 from ..kube.informer import Informer, key_of
 from ..kube.workqueue import WorkQueue
 from ..loops.periodic import PeriodicLoop
-from . import rollout, spread
+from . import rollout
 from . import status as pool_status
 from .auth import PoolAuth, source_name
+from .decision import decide, member_body
 from .expectations import Expectations
 from .kube_calls import PoolKube
 from .members import MemberIndex
 from .model import (
     POOL_FINALIZER,
     POOL_KIND,
-    POOL_LABEL,
-    REVISION_LABEL,
-    TARGET_LABEL,
     Member,
     Pool,
-    owner_reference,
     owner_uid,
     parse_time,
 )
 from .publish import Publisher
 
 # isort: split
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import pool_split
 
 log = logging.getLogger("egress_proxies_controller.pool")
 COMPONENT = "egress-proxies-controller"
@@ -217,7 +218,6 @@ class PoolController(PeriodicLoop):
             written = self.pools.set_finalizer(obj, True)
             if written is None:
                 return  # changed meanwhile: the next tick reads it again
-            self.informer.store(written)
             obj, pool = written, Pool.from_object(written)
         configured = self.configured()
         if configured is None:
@@ -237,48 +237,20 @@ class PoolController(PeriodicLoop):
             self._report(obj, pool, ["members not changed: auth Secret copy: %s" % _reason(exc)])
             return
         revisions = {t.name: pool.revision(t, copy) for t in pool.targets}
-        degraded = self._degraded(pool, members, revisions, configured, now)
-        # A skipped target keeps what it holds (Ready or on its way), none when its provider is gone.
-        providers = {t.name: t.provider for t in pool.targets}
-        caps = spread.skip_caps(degraded, providers, configured, members, revisions)
-        desired = pool_split.split(pool.replicas, pool.targets, caps)
-        # A member being deleted on a provider that left the file cannot go until it is back:
-        # it does not hold the pool's room for replacements.
-        counted = [m for m in members if not (m.deleting and m.provider not in configured)]
-        surge, unavailable = rollout.budget(pool.replicas, pool.max_surge, pool.max_unavailable)
-        plan = rollout.plan(counted, desired, revisions, now, pool.max_age, pool.replicas, surge, unavailable)
-        events, done = [], []
+        stamp = conditions.now_rfc3339()
+        decision = decide(
+            pool, members, revisions, configured, now, conditions.now_rfc3339(), self.target_retry
+        )
+        plan, desired = decision.plan, decision.desired
+        events = []
         pool_key = key_of(obj)
-        for name in plan.deletes:
-            member = next(m for m in members if m.name == name)
-            reason = self._why(member, revisions, pool, now)
+        for name, reason in decision.reasons.items():
             self._delete_member(pool_key, by_name[name])
             self.metrics.deleted.labels(pool.namespace, pool.name, reason).inc()
             log.info("pool %s/%s: deleted member %s (%s)", pool.namespace, pool.name, name, reason)
             events.append(("Normal", "MemberDeleted", "deleted member %s (%s)" % (name, reason)))
-            done.append(name)
-        created = 0
-        self.expectations.expect_creates(pool_key, sum(plan.creates.values()))
-        for target in pool.targets:
-            for _i in range(plan.creates.get(target.name, 0)):
-                try:
-                    made = self.pools.create_proxy(
-                        pool.namespace, self._member_body(pool, target, revisions, copy)
-                    )
-                except Exception:
-                    for _unmade in range(sum(plan.creates.values()) - created):
-                        self.expectations.create_failed(pool_key)
-                    raise
-                self._touched.append(key_of(made))
-                self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
-                log.info(
-                    "pool %s/%s: created member %s (target %s)",
-                    pool.namespace,
-                    pool.name,
-                    made["metadata"]["name"],
-                    target.name,
-                )
-                created += 1
+        done = list(decision.reasons)
+        created = self._create_members(pool_key, pool, plan.creates, revisions, copy)
         if created:
             events.append(("Normal", "MembersCreated", "created %d member(s)" % created))
         remaining = [m for m in members if m.name not in done]
@@ -289,12 +261,11 @@ class PoolController(PeriodicLoop):
             if created or done
             else "waiting for members"
         )
-        stamp = conditions.now_rfc3339()
         status, status_events = pool_status.compute(
             pool,
             [m for m in members if m.name not in done],
             desired,
-            degraded,
+            decision.degraded,
             plan,
             stamp,
             progress,
@@ -316,72 +287,37 @@ class PoolController(PeriodicLoop):
         """The status when it changed, then the Events. When the write fails (the pool changed
         meanwhile) only the actions' Events go: a transition or a problem not recorded is told
         at the tick that records it, so a problem's Event goes once, whatever process sends it."""
-        if status != (obj.get("status") or {}):
-            written = self.pools.write_status(obj, status)
-            if written is not None:
-                self.informer.store(written)
-            else:
-                events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated")]
+        if status != (obj.get("status") or {}) and self.pools.write_status(obj, status) is None:
+            events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated")]
         for event_type, reason, message in events:
             if reason == "PublishFailed":
                 log.warning("pool %s/%s: %s", pool.namespace, pool.name, message)
             self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
 
-    def _degraded(self, pool: Pool, members: list, revisions: dict, configured: set, now: float) -> dict:
-        """Target -> (reason, since) for every target skipped now."""
-        before = {t.get("name"): t for t in pool.status.get("targets") or [] if t.get("degraded")}
-        out = {}
+    def _create_members(self, pool_key: str, pool: Pool, creates: dict, revisions: dict, copy: str) -> int:
+        """Each target's new members (expected before the calls: their watch events may come
+        first); how many were made."""
+        total, created = sum(creates.values()), 0
+        self.expectations.expect_creates(pool_key, total)
         for target in pool.targets:
-            since = (before.get(target.name) or {}).get("degradedSince") or conditions.now_rfc3339()
-            if target.provider not in configured:
-                out[target.name] = ("provider %r is not in the providers file" % target.provider, since)
-                continue
-            failing = [
-                m
-                for m in members
-                if m.target == target.name
-                and m.failure
-                and m.revision == revisions[target.name]
-                and not m.deleting
-            ]
-            if failing:
-                out[target.name] = ("member %s: %s" % (failing[0].name, failing[0].failure), since)
-            elif (
-                target.name in before
-                and before[target.name]["degraded"].startswith("member ")  # not "provider ...": it is back
-                and now - parse_time(since) < self.target_retry
-            ):
-                out[target.name] = (before[target.name]["degraded"], since)
-        return out
-
-    @staticmethod
-    def _why(member: Member, revisions: dict, pool: Pool, now: float) -> str:
-        if member.target not in revisions:
-            return "TargetRemoved"
-        if member.revision != revisions[member.target]:
-            return "Outdated"
-        if pool.max_age and now - member.created >= pool.max_age:
-            return "MaxAge"
-        if member.failure:
-            return "Failed"
-        return "ScaleDown"
-
-    def _member_body(self, pool: Pool, target, revisions: dict, copy: str = "") -> dict:
-        return {
-            "apiVersion": "crawl.example.com/v1alpha1",
-            "kind": "Proxy",
-            "metadata": {
-                "generateName": pool.name[:52] + "-",
-                "namespace": pool.namespace,
-                "labels": {
-                    POOL_LABEL: pool.name,
-                    TARGET_LABEL: target.name,
-                    REVISION_LABEL: revisions[target.name],
-                },
-                "ownerReferences": [owner_reference(pool)],
-            },
-            "spec": pool.member_spec(target, copy),
-        }
+            for _i in range(creates.get(target.name, 0)):
+                try:
+                    made = self.pools.create_proxy(pool.namespace, member_body(pool, target, revisions, copy))
+                except Exception:
+                    for _unmade in range(total - created):
+                        self.expectations.create_failed(pool_key)
+                    raise
+                self._touched.append(key_of(made))
+                self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
+                log.info(
+                    "pool %s/%s: created member %s (target %s)",
+                    pool.namespace,
+                    pool.name,
+                    made["metadata"]["name"],
+                    target.name,
+                )
+                created += 1
+        return created
 
     def _delete_member(self, pool_key: str, member: dict) -> None:
         """Delete one member (uid precondition), expected before the call: its watch event may
@@ -404,9 +340,7 @@ class PoolController(PeriodicLoop):
             self._delete_member(key_of(obj), member)
             self.metrics.deleted.labels(pool.namespace, pool.name, "PoolDeleted").inc()
         if not member_objs and POOL_FINALIZER in pool.finalizers:
-            written = self.pools.set_finalizer(obj, False)
-            if written is not None:
-                self.informer.store(written)
+            self.pools.set_finalizer(obj, False)
 
     def _observe(self, pool: Pool, status: dict, desired: dict) -> None:
         self.metrics.desired.labels(pool.namespace, pool.name).set(pool.replicas)

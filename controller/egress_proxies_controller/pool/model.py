@@ -12,6 +12,10 @@ import hashlib
 import json
 import re
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
 from .. import api
 from ..kube import conditions
 from ..proxy.model import object_fields

@@ -15,6 +15,10 @@ is the controller's, naming the Secret's key.
 
 from __future__ import annotations
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
 from .. import api
 
 # isort: split

@@ -43,6 +43,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
 from .. import api
 from ..kube import conditions
 from .model import (
