@@ -57,6 +57,22 @@ def _listen(flag: str, address: str, *serve_args):
         ) from None
 
 
+def _flags(args, *names: str, prefix: str = "") -> dict:
+    """Keyword arguments from flags of the same name: ``prefix + name`` read as ``name``."""
+    return {name: getattr(args, prefix + name) for name in names}
+
+
+def _exit_on_loss(log, executor, what: str):
+    """What a lost Lease does: no run of ours may go on once another replica may act."""
+
+    def lost() -> None:
+        log.error("%s was lost: cancelling every run, then exiting", what)
+        executor.abort_all()
+        os._exit(1)
+
+    return lost
+
+
 def _main(argv) -> int:
     args = parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
@@ -140,12 +156,10 @@ def _main(argv) -> int:
             "--work-dir", "cannot create %s: %s" % (args.work_dir, exc.strerror)
         ) from None
     elector = sharding = None
-    lease = {
-        "lease_duration": args.lease_duration,
-        "renew_deadline": args.renew_deadline,
-        "retry_period": args.retry_period,
-        "heartbeat": os.path.join(args.work_dir, "heartbeat"),
-    }
+    lease = dict(
+        _flags(args, "lease_duration", "renew_deadline", "retry_period"),
+        heartbeat=os.path.join(args.work_dir, "heartbeat"),
+    )
     lease_of = (kube.coordination, args.leader_election_namespace, args.leader_election_id, identity)
     if sharded:
         from .sharding.keys import Sharding
@@ -178,30 +192,20 @@ def _main(argv) -> int:
     executor = Executor(
         args.work_dir,
         None,  # set to the private copy of the last good providers file once there is one
-        run_timeout=args.run_timeout,
-        call_timeout=args.call_timeout,
+        **_flags(args, "run_timeout", "call_timeout", "keep_artifacts", "collections_path", "renew_deadline"),
+        run_log=args.run_log,
         concurrency=args.module_concurrency,
         list_threshold=args.list_poll_threshold,
-        keep_artifacts=args.keep_artifacts,
-        collections_path=args.collections_path,
         metrics=metrics,
         may_run=may_act,
         identity=identity,
-        run_log=args.run_log,
         heartbeat=elector.heartbeat if elector is not None else "",
-        renew_deadline=args.renew_deadline,
         fork_server=args.ansible_fork_server,
     )
     metrics.runs_in_flight.set_function(executor.runs_in_flight)
     renew_stop = threading.Event()  # set only once all work has drained
     if elector is not None and not sharded:
-
-        def lost() -> None:
-            log.error("leadership lost: cancelling every run, then exiting")
-            executor.abort_all()
-            os._exit(1)
-
-        elector.keep(renew_stop, lost)
+        elector.keep(renew_stop, _exit_on_loss(log, executor, "leadership"))
 
     reports = LeaseReports(
         kube,
@@ -225,16 +229,10 @@ def _main(argv) -> int:
         executor,
         settings,
         config,
-        runs_in_flight=args.runs_in_flight,
-        batch_max=args.batch_max,
-        poll_batch_max=args.poll_batch_max,
-        poll_in_rounds=args.poll_in_rounds,
-        gather_while_busy=args.gather_while_busy,
-        tick=args.tick,
-        min_batch_interval=args.min_batch_interval,
+        **_flags(args, "runs_in_flight", "batch_max", "poll_batch_max", "poll_in_rounds", "tick"),
+        **_flags(args, "gather_while_busy", "min_batch_interval", "drain_timeout"),
         metrics=metrics,
         may_act=may_act,
-        drain_timeout=args.drain_timeout,
         report_missing=reports.missing,
         owns=sharding.owns if sharded else None,
         held=held,
@@ -252,13 +250,7 @@ def _main(argv) -> int:
         return 1
     log.info("cache synced: %d proxies", len(informer.cache_keys()))
     if sharded:
-
-        def lost_shard() -> None:
-            log.error("a shard lease was lost: cancelling every run, then exiting")
-            executor.abort_all()
-            os._exit(1)
-
-        elector.start(lost_shard)
+        elector.start(_exit_on_loss(log, executor, "a shard lease"))
     worker = threading.Thread(target=manager.run, name="manager")
     worker.start()
     loops = [
@@ -266,12 +258,8 @@ def _main(argv) -> int:
             executor,
             informer,
             metrics,
-            interval=args.gc_interval,
-            jitter=args.gc_jitter,
-            min_age=args.gc_min_age,
-            dry_run=args.gc_dry_run,
+            **_flags(args, "interval", "jitter", "min_age", "dry_run", "own_installation", prefix="gc_"),
             namespace=args.namespace,
-            own_installation=args.gc_own_installation,
             shards=sharding,
         ).start(),
         ProviderHealthMonitor(
@@ -286,10 +274,7 @@ def _main(argv) -> int:
             kube,
             queue,
             metrics,
-            interval=args.probe_interval,
-            timeout=args.probe_timeout,
-            concurrency=args.probe_concurrency,
-            url=args.probe_url,
+            **_flags(args, "interval", "timeout", "concurrency", "url", prefix="probe_"),
             owns=sharding.owns if sharded else None,
         ).start(),
         PoolController(
@@ -299,9 +284,7 @@ def _main(argv) -> int:
             lambda: config.names if config.in_use else None,
             PoolMetrics(metrics.registry),
             args.namespace,
-            interval=args.pool_interval,
-            resync=args.pool_resync,
-            target_retry=args.pool_target_retry,
+            **_flags(args, "interval", "resync", "target_retry", prefix="pool_"),
             may_act=may_act,
         ).start(),
     ]

@@ -30,6 +30,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _numbers(g, *rows: tuple) -> None:
+    """One flag a row: (flag, type, default, help)."""
+    for flag, kind, default, text in rows:
+        g.add_argument(flag, type=kind, default=default, help=text)
+
+
 def _cluster(g) -> None:
     """Which API server and which Proxies."""
     g.add_argument("--kubeconfig", help="kubeconfig file (in-cluster config when unset)")
@@ -54,21 +60,22 @@ def _execution(g) -> None:
         default=os.environ.get("ANSIBLE_COLLECTIONS_PATH"),
         help="where the crawl.egress_proxies collection is installed (ansible's default when unset)",
     )
-    g.add_argument(
-        "--runs-in-flight",
-        type=int,
-        default=3,
-        help="ansible-runner runs at once per provider (and batches planned at once)",
-    )
-    g.add_argument(
-        "--batch-max", type=int, default=500, help="most creates and deletes in one run (real backend work)"
-    )
-    g.add_argument(
-        "--gather-while-busy",
-        type=float,
-        default=5.0,
-        help="seconds a busy provider's new work waits for a run of it to end and hand its slot over "
-        "(then it takes a free slot anyway): one run instead of many small ones; 0 starts at once",
+    _numbers(
+        g,
+        (
+            "--runs-in-flight",
+            int,
+            3,
+            "ansible-runner runs at once per provider (and batches planned at once)",
+        ),
+        ("--batch-max", int, 500, "most creates and deletes in one run (real backend work)"),
+        (
+            "--gather-while-busy",
+            float,
+            5.0,
+            "seconds a busy provider's new work waits for a run of it to end and hand its slot over "
+            "(then it takes a free slot anyway): one run instead of many small ones; 0 starts at once",
+        ),
     )
     g.add_argument(
         "--no-poll-rounds",
@@ -77,33 +84,34 @@ def _execution(g) -> None:
         help="poll each Running Proxy --running-poll after its last answer, instead of in one round "
         "per provider per interval (rounds: one run and one list answer a provider's whole fleet)",
     )
-    g.add_argument(
-        "--poll-batch-max",
-        type=int,
-        default=10000,
-        help="most polls in one run (one list answers them, so a provider's whole poll round fits)",
+    _numbers(
+        g,
+        (
+            "--poll-batch-max",
+            int,
+            10000,
+            "most polls in one run (one list answers them, so a provider's whole poll round fits)",
+        ),
+        ("--tick", float, 1.0, "seconds between looks at the queue"),
+        (
+            "--min-batch-interval",
+            float,
+            0.0,
+            "seconds between the starts of two batches: due work gathers into fewer, larger runs "
+            "(each run costs an ansible-playbook start-up whatever it carries); the first batch after "
+            "an idle spell starts at once",
+        ),
+        ("--run-timeout", float, 300.0, "seconds before a run is abandoned (Transient)"),
+        ("--call-timeout", float, 120.0, "seconds for one Proxy's provider calls"),
+        ("--module-concurrency", int, 16, "items worked on at once inside a run"),
+        (
+            "--list-poll-threshold",
+            int,
+            10,
+            "poll a provider with one list instead of gets from this many polls per tick",
+        ),
+        ("--keep-artifacts", int, 5, "runner artifact directories kept"),
     )
-    g.add_argument("--tick", type=float, default=1.0, help="seconds between looks at the queue")
-    g.add_argument(
-        "--min-batch-interval",
-        type=float,
-        default=0.0,
-        help="seconds between the starts of two batches: due work gathers into fewer, larger runs "
-        "(each run costs an ansible-playbook start-up whatever it carries); the first batch after "
-        "an idle spell starts at once",
-    )
-    g.add_argument(
-        "--run-timeout", type=float, default=300.0, help="seconds before a run is abandoned (Transient)"
-    )
-    g.add_argument("--call-timeout", type=float, default=120.0, help="seconds for one Proxy's provider calls")
-    g.add_argument("--module-concurrency", type=int, default=16, help="items worked on at once inside a run")
-    g.add_argument(
-        "--list-poll-threshold",
-        type=int,
-        default=10,
-        help="poll a provider with one list instead of gets from this many polls per tick",
-    )
-    g.add_argument("--keep-artifacts", type=int, default=5, help="runner artifact directories kept")
     g.add_argument(
         "--ansible-fork-server",
         action=argparse.BooleanOptionalAction,
@@ -115,27 +123,25 @@ def _execution(g) -> None:
 
 def _intervals(g) -> None:
     """When a Proxy is looked at again (blueprint §1)."""
-    g.add_argument("--provisioning-poll", type=float, default=10.0, help="poll while Provisioning")
-    g.add_argument("--deletion-poll", type=float, default=10.0, help="poll while deleting")
-    g.add_argument(
-        "--requeue-now", type=float, default=1.0, help="quick requeue after a step that needs another"
+    _numbers(
+        g,
+        ("--provisioning-poll", float, 10.0, "poll while Provisioning"),
+        ("--deletion-poll", float, 10.0, "poll while deleting"),
+        ("--requeue-now", float, 1.0, "quick requeue after a step that needs another"),
+        ("--quota-retry", float, 300.0, "retry after QuotaExceeded"),
+        ("--running-poll", float, 60.0, "poll a Running proxy"),
+        ("--backoff-base", float, 1.0, "first error backoff (doubles per failure)"),
+        ("--backoff-max", float, 300.0, "longest error backoff"),
     )
-    g.add_argument("--quota-retry", type=float, default=300.0, help="retry after QuotaExceeded")
-    g.add_argument("--running-poll", type=float, default=60.0, help="poll a Running proxy")
-    g.add_argument(
-        "--backoff-base", type=float, default=1.0, help="first error backoff (doubles per failure)"
-    )
-    g.add_argument("--backoff-max", type=float, default=300.0, help="longest error backoff")
 
 
 def _orphan_gc(g) -> None:
     """The orphan GC loop."""
-    g.add_argument("--gc-interval", type=float, default=300.0, help="seconds between sweeps (0 disables)")
-    g.add_argument(
-        "--gc-jitter", type=float, default=0.2, help="fraction of the interval added or taken at random"
-    )
-    g.add_argument(
-        "--gc-min-age", type=float, default=600.0, help="seconds before an orphan may be collected"
+    _numbers(
+        g,
+        ("--gc-interval", float, 300.0, "seconds between sweeps (0 disables)"),
+        ("--gc-jitter", float, 0.2, "fraction of the interval added or taken at random"),
+        ("--gc-min-age", float, 600.0, "seconds before an orphan may be collected"),
     )
     g.add_argument("--gc-dry-run", action="store_true", help="only log what would be deleted")
     g.add_argument(
@@ -148,22 +154,26 @@ def _orphan_gc(g) -> None:
 
 def _provider_health(g) -> None:
     """The provider health monitor loop."""
-    g.add_argument(
-        "--health-check-interval",
-        type=float,
-        default=60.0,
-        help="seconds between proxy_check rounds, written to ProviderHealth (0 disables)",
+    _numbers(
+        g,
+        (
+            "--health-check-interval",
+            float,
+            60.0,
+            "seconds between proxy_check rounds, written to ProviderHealth (0 disables)",
+        ),
+        ("--health-check-timeout", float, 30.0, "one timeout for a whole round"),
     )
-    g.add_argument("--health-check-timeout", type=float, default=30.0, help="one timeout for a whole round")
 
 
 def _proxy_health(g) -> None:
     """The proxy health engine loop."""
-    g.add_argument(
-        "--probe-interval", type=float, default=30.0, help="seconds between probe rounds (0 disables)"
+    _numbers(
+        g,
+        ("--probe-interval", float, 30.0, "seconds between probe rounds (0 disables)"),
+        ("--probe-timeout", float, 2.0, "seconds for one probe"),
+        ("--probe-concurrency", int, 100, "probes at once"),
     )
-    g.add_argument("--probe-timeout", type=float, default=2.0, help="seconds for one probe")
-    g.add_argument("--probe-concurrency", type=int, default=100, help="probes at once")
     g.add_argument(
         "--probe-url", default="", help="also GET this URL through each proxy (TCP connect only when unset)"
     )
@@ -171,25 +181,28 @@ def _proxy_health(g) -> None:
 
 def _pools(g) -> None:
     """The ProxyPool loop."""
-    g.add_argument(
-        "--pool-interval",
-        type=float,
-        default=1.0,
-        help="seconds between rounds of the ProxyPool loop, which reconcile the pools that changed "
-        "or a member of which did (0 disables)",
-    )
-    g.add_argument(
-        "--pool-resync",
-        type=float,
-        default=30.0,
-        help="seconds after which a ProxyPool is reconciled again with no event (its auth Secret's "
-        "content, a published object removed)",
-    )
-    g.add_argument(
-        "--pool-target-retry",
-        type=float,
-        default=300.0,
-        help="seconds a spread target whose member failed Permanent or Quota is skipped before a retry",
+    _numbers(
+        g,
+        (
+            "--pool-interval",
+            float,
+            1.0,
+            "seconds between rounds of the ProxyPool loop, which reconcile the pools that changed "
+            "or a member of which did (0 disables)",
+        ),
+        (
+            "--pool-resync",
+            float,
+            30.0,
+            "seconds after which a ProxyPool is reconciled again with no event (its auth Secret's "
+            "content, a published object removed)",
+        ),
+        (
+            "--pool-target-retry",
+            float,
+            300.0,
+            "seconds a spread target whose member failed Permanent or Quota is skipped before a retry",
+        ),
     )
 
 
@@ -217,39 +230,41 @@ def _process(g) -> None:
         help="namespace of the Lease (env POD_NAMESPACE)",
     )
     g.add_argument("--leader-election-id", default="egress-proxies-controller", help="name of the Lease")
-    g.add_argument(
-        "--shards",
-        type=int,
-        default=1,
-        help="split the Proxies into this many shards by a hash of their UID, each held on a Lease "
-        "<id>-shard-<i> by one replica (needs --leader-elect; 1: one leader Lease reconciles all)",
-    )
-    g.add_argument(
-        "--lease-duration", type=float, default=15.0, help="seconds a standby waits on an unrenewed Lease"
-    )
-    g.add_argument(
-        "--renew-deadline",
-        type=float,
-        default=10.0,
-        help="seconds without a renewal before the leader stops (runs killed); below --lease-duration",
-    )
-    g.add_argument("--retry-period", type=float, default=2.0, help="seconds between Lease attempts")
-    g.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=60.0,
-        help="on SIGTERM, seconds runs in flight may finish before they are cancelled (keep it "
-        "below the Pod's terminationGracePeriodSeconds)",
-    )
-    g.add_argument(
-        "--liveness-timeout",
-        type=float,
-        default=300.0,
-        help="/healthz fails when the reconcile loop has not gone round for this long",
+    _numbers(
+        g,
+        (
+            "--shards",
+            int,
+            1,
+            "split the Proxies into this many shards by a hash of their UID, each held on a Lease "
+            "<id>-shard-<i> by one replica (needs --leader-elect; 1: one leader Lease reconciles all)",
+        ),
+        ("--lease-duration", float, 15.0, "seconds a standby waits on an unrenewed Lease"),
+        (
+            "--renew-deadline",
+            float,
+            10.0,
+            "seconds without a renewal before the leader stops (runs killed); below --lease-duration",
+        ),
+        ("--retry-period", float, 2.0, "seconds between Lease attempts"),
+        (
+            "--drain-timeout",
+            float,
+            60.0,
+            "on SIGTERM, seconds runs in flight may finish before they are cancelled (keep it "
+            "below the Pod's terminationGracePeriodSeconds)",
+        ),
+        (
+            "--liveness-timeout",
+            float,
+            300.0,
+            "/healthz fails when the reconcile loop has not gone round for this long",
+        ),
     )
     g.add_argument("--run-log", default="", help="append each run's start and end (JSON lines) here")
-    g.add_argument(
-        "--cache-sync-timeout", type=float, default=120.0, help="seconds to wait for the first list"
+    _numbers(
+        g,
+        ("--cache-sync-timeout", float, 120.0, "seconds to wait for the first list"),
     )
     g.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     g.add_argument("--log-format", default="json", choices=["json", "text"])

@@ -27,33 +27,26 @@ def set_condition(
 ) -> list:
     """A new list with ``cond_type`` set; the transition time moves only when the status flips."""
     text = "True" if status else "False"
+
+    def condition(since: str) -> dict:
+        return {
+            "type": cond_type,
+            "status": text,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": generation,
+            "lastTransitionTime": since,
+        }
+
     out, replaced = [], False
     for cond in conditions or []:
         if cond.get("type") != cond_type:
             out.append(cond)
             continue
         replaced = True
-        out.append(
-            {
-                "type": cond_type,
-                "status": text,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": cond.get("lastTransitionTime") if cond.get("status") == text else now,
-            }
-        )
+        out.append(condition(cond.get("lastTransitionTime") if cond.get("status") == text else now))
     if not replaced:
-        out.append(
-            {
-                "type": cond_type,
-                "status": text,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": now,
-            }
-        )
+        out.append(condition(now))
     return out
 
 

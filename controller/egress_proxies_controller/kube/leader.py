@@ -56,13 +56,20 @@ def take(lease, identity: str, duration: float):
     return lease
 
 
-class LeaderElector:
+def give_up(lease):
+    """``lease`` rewritten as held by nobody, expiring at once: a standby takes it on its next look."""
+    lease.spec.holder_identity = ""
+    lease.spec.lease_duration_seconds = 1
+    return lease
+
+
+class LeaseTimes:
+    """What every holder of Leases (the leader, the shard coordinator) keeps the same way: the
+    three durations, the heartbeat file the per-run watchdogs read, and the local clock."""
+
     def __init__(
         self,
-        coordination: client.CoordinationV1Api,
-        namespace: str,
-        name: str,
-        identity: str,
+        *,
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
@@ -71,8 +78,6 @@ class LeaderElector:
     ):
         if not retry_period < renew_deadline < lease_duration:
             raise ValueError("need retry_period < renew_deadline < lease_duration")
-        self.api = coordination
-        self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_duration, self.renew_deadline, self.retry_period = (
             lease_duration,
             renew_deadline,
@@ -80,6 +85,28 @@ class LeaderElector:
         )
         self.heartbeat = heartbeat
         self._clock = clock
+
+    def _request_timeout(self, left: float | None) -> float:
+        """A request never outlives the renew deadline (``left`` of it; None: nothing held yet)."""
+        if left is None:
+            return self.retry_period * 2
+        return max(0.2, min(self.retry_period * 2, left))
+
+    def _beat(self) -> None:
+        """Touch the heartbeat file (when there is one): the runs' watchdogs see the Lease renewed."""
+        if self.heartbeat:
+            with open(self.heartbeat, "w") as handle:
+                handle.write("%f\n" % time.time())
+            os.utime(self.heartbeat)
+
+
+class LeaderElector(LeaseTimes):
+    def __init__(
+        self, coordination: client.CoordinationV1Api, namespace: str, name: str, identity: str, **times
+    ):
+        super().__init__(**times)
+        self.api = coordination
+        self.namespace, self.name, self.identity = namespace, name, identity
         self.is_leader = threading.Event()
         self._observed = None  # (holder, renewTime, resourceVersion) last seen
         self._observed_at = 0.0  # local monotonic time it was first seen
@@ -89,11 +116,9 @@ class LeaderElector:
     # -- one attempt -------------------------------------------------------------------
 
     def _timeout(self) -> float:
-        """A request never outlives the renew deadline (no urllib3 retries stretch it)."""
         if self._renewed_at is None:
-            return self.retry_period * 2
-        left = self.renew_deadline - (self._clock() - self._renewed_at)
-        return max(0.2, min(self.retry_period * 2, left))
+            return self._request_timeout(None)
+        return self._request_timeout(self.renew_deadline - (self._clock() - self._renewed_at))
 
     def _expired(self, lease) -> bool:
         spec = lease.spec
@@ -145,10 +170,7 @@ class LeaderElector:
     def _renewed(self, started: float) -> None:
         # Counted from when the attempt started: the record may have been written any time after.
         self._renewed_at = started
-        if self.heartbeat:
-            with open(self.heartbeat, "w") as handle:
-                handle.write("%f\n" % time.time())
-            os.utime(self.heartbeat)
+        self._beat()
 
     # -- the loops ---------------------------------------------------------------------
 
@@ -210,8 +232,8 @@ class LeaderElector:
         try:
             lease = self.api.read_namespaced_lease(self.name, self.namespace, _request_timeout=5)
             if lease.spec.holder_identity == self.identity:
-                lease.spec.holder_identity = ""
-                lease.spec.lease_duration_seconds = 1
-                self.api.replace_namespaced_lease(self.name, self.namespace, lease, _request_timeout=5)
+                self.api.replace_namespaced_lease(
+                    self.name, self.namespace, give_up(lease), _request_timeout=5
+                )
         except Exception as exc:
             log.warning("releasing the lease: %s", exc)

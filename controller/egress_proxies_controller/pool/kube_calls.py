@@ -33,28 +33,23 @@ class PoolKube:
         if present:
             finalizers.append(POOL_FINALIZER)
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-        return self._tolerant(
-            lambda: self.custom.patch_namespaced_custom_object(
-                api.GROUP,
-                api.VERSION,
-                meta["namespace"],
-                POOL_PLURAL,
-                meta["name"],
-                patch,
-                _request_timeout=self.timeout,
-            )
-        )
+        return self._write_pool(self.custom.patch_namespaced_custom_object, meta, patch)
 
     def write_status(self, obj: dict, status: dict) -> dict | None:
-        meta = obj["metadata"]
+        return self._write_pool(
+            self.custom.replace_namespaced_custom_object_status, obj["metadata"], dict(obj, status=status)
+        )
+
+    def _write_pool(self, write, meta: dict, body: dict) -> dict | None:
+        """One write of the pool ``meta`` names; None on a conflict or when the pool is gone."""
         return self._tolerant(
-            lambda: self.custom.replace_namespaced_custom_object_status(
+            lambda: write(
                 api.GROUP,
                 api.VERSION,
                 meta["namespace"],
                 POOL_PLURAL,
                 meta["name"],
-                dict(obj, status=status),
+                body,
                 _request_timeout=self.timeout,
             )
         )

@@ -18,7 +18,7 @@ from .. import collection  # noqa: F401  # pylint: disable=unused-import
 # isort: split
 from .. import api
 from ..kube import conditions
-from ..proxy.model import object_fields
+from ..proxy.model import Snapshot, object_fields
 
 # isort: split
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.pool_target import (
@@ -55,13 +55,7 @@ def parse_time(stamp: str) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class Pool:
-    namespace: str
-    name: str
-    uid: str
-    generation: int
-    deleting: bool
-    finalizers: tuple
+class Pool(Snapshot):
     replicas: int
     template: dict
     targets: tuple
@@ -69,8 +63,6 @@ class Pool:
     max_surge: object
     max_unavailable: object
     rotate_token: str
-    status: dict
-    resource_version: str = ""
 
     @classmethod
     def from_object(cls, obj: dict) -> Pool:

@@ -71,9 +71,10 @@ class Step:
     events: list = dataclasses.field(default_factory=list)  # (type, reason, message)
 
 
-@dataclasses.dataclass(frozen=True)
-class Proxy:
-    """The parts of a Proxy object the reconciler reads."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """The fields every reconciled object's snapshot has (a Proxy's, a ProxyPool's), read by
+    ``object_fields``."""
 
     namespace: str
     name: str
@@ -81,10 +82,16 @@ class Proxy:
     generation: int
     deleting: bool
     finalizers: tuple
-    annotations: dict
-    spec: ProxySpec
     status: dict
     resource_version: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Proxy(Snapshot):
+    """The parts of a Proxy object the reconciler reads."""
+
+    annotations: dict
+    spec: ProxySpec
 
     @classmethod
     def from_object(cls, obj: dict) -> Proxy:
@@ -114,7 +121,7 @@ class Proxy:
 
 
 def object_fields(obj: dict) -> dict:
-    """The fields every reconciled object's snapshot has (a Proxy's, a ProxyPool's)."""
+    """A ``Snapshot``'s fields of ``obj``."""
     meta = obj.get("metadata") or {}
     return {
         "namespace": meta.get("namespace", ""),

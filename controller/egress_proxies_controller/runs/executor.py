@@ -38,13 +38,23 @@ from .playbook_launcher import PlaybookLauncher
 
 log = logging.getLogger("egress_proxies_controller.runs.executor")
 
-PLAYBOOK = """\
-- name: egress-proxies controller batch
-  hosts: localhost
-  gather_facts: false
-  vars:
-    batch: "{{ lookup('ansible.builtin.file', items_file) | from_json }}"
-  tasks:
+
+def _playbook(purpose: str, tasks: str) -> str:
+    """A controller playbook: ``tasks`` on localhost, the run's items read from ``items_file``
+    (the memfd the executor hands it) as ``batch``."""
+    return (
+        "- name: egress-proxies controller %s\n"
+        "  hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  vars:\n"
+        "    batch: \"{{ lookup('ansible.builtin.file', items_file) | from_json }}\"\n"
+        "  tasks:\n" % purpose
+    ) + tasks
+
+
+PLAYBOOK = _playbook(
+    "batch",
+    """\
     - name: instances
       crawl.egress_proxies.proxy_instance:
         instances: "{{ batch.instances }}"
@@ -69,16 +79,13 @@ PLAYBOOK = """\
         timeout: "{{ batch.call_timeout }}"
       loop: "{{ batch.lists }}"
       ignore_errors: true
-"""
+""",
+)
 
 
-GC_PLAYBOOK = """\
-- name: egress-proxies controller orphan collection
-  hosts: localhost
-  gather_facts: false
-  vars:
-    batch: "{{ lookup('ansible.builtin.file', items_file) | from_json }}"
-  tasks:
+GC_PLAYBOOK = _playbook(
+    "orphan collection",
+    """\
     - name: gc
       crawl.egress_proxies.proxy_gc:
         live_uids: "{{ batch.live_uids }}"
@@ -87,20 +94,18 @@ GC_PLAYBOOK = """\
         timeout: "{{ batch.call_timeout }}"
       check_mode: "{{ batch.dry_run }}"
       ignore_errors: true
-"""
+""",
+)
 
-CHECK_PLAYBOOK = """\
-- name: egress-proxies controller provider checks
-  hosts: localhost
-  gather_facts: false
-  vars:
-    batch: "{{ lookup('ansible.builtin.file', items_file) | from_json }}"
-  tasks:
+CHECK_PLAYBOOK = _playbook(
+    "provider checks",
+    """\
     - name: check
       crawl.egress_proxies.proxy_check:
         timeout: "{{ batch.timeout }}"
       ignore_errors: true
-"""
+""",
+)
 
 
 MAX_EVENT_RES = 256 * 1024 * 1024  # characters of one task result (10,000 instances: ~6 MB)

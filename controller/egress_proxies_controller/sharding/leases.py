@@ -18,15 +18,13 @@ touched only after a round that renewed every held shard, so it stops with any o
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
-import time
 
 from prometheus_client import Counter, Gauge
 
 from ..kube.client import ApiException, client
-from ..kube.leader import new_lease, take
+from ..kube.leader import LeaseTimes, give_up, new_lease, take
 from . import assignment as shards_mod
 
 log = logging.getLogger("egress_proxies_controller.sharding.leases")
@@ -56,7 +54,7 @@ class ShardMetrics:
         )
 
 
-class ShardCoordinator:
+class ShardCoordinator(LeaseTimes):
     def __init__(
         self,
         coordination: client.CoordinationV1Api,
@@ -65,26 +63,15 @@ class ShardCoordinator:
         identity: str,
         count: int,
         *,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
-        heartbeat: str = "",
         registry=None,
         on_acquired=lambda shard: None,
         busy=lambda shard: False,
-        clock=time.monotonic,
+        **times,
     ):
-        if not retry_period < renew_deadline < lease_duration:
-            raise ValueError("need retry_period < renew_deadline < lease_duration")
+        super().__init__(**times)
         self.api, self.namespace, self.lease_id, self.identity = coordination, namespace, lease_id, identity
         self.count = count
-        self.lease_duration, self.renew_deadline, self.retry_period = (
-            lease_duration,
-            renew_deadline,
-            retry_period,
-        )
-        self.heartbeat = heartbeat
-        self.on_acquired, self.busy, self._clock = on_acquired, busy, clock
+        self.on_acquired, self.busy = on_acquired, busy
         self.metrics = ShardMetrics(registry) if registry is not None else None
         self.group = dns_label(lease_id, 63)
         self.member_name = "%s-member-%s" % (lease_id, dns_label(identity, 240 - len(lease_id)))
@@ -132,9 +119,7 @@ class ShardCoordinator:
         now = self._clock()
         with self._lock:
             left = min((self.renew_deadline - (now - at) for at in self._held.values()), default=None)
-        if left is None:
-            return self.retry_period * 2
-        return max(0.2, min(self.retry_period * 2, left))
+        return self._request_timeout(left)
 
     def _expired(self, lease) -> bool:
         spec = lease.spec
@@ -237,10 +222,8 @@ class ShardCoordinator:
         with self._lock:
             self.assigned = assigned
             self.rounds += 1
-        if all_renewed and self.heartbeat:
-            with open(self.heartbeat, "w") as handle:
-                handle.write("%f\n" % time.time())
-            os.utime(self.heartbeat)
+        if all_renewed:
+            self._beat()
         self._collect_members(members)
 
     def _release(self, shard: int, lease, timeout: float) -> None:
@@ -252,9 +235,7 @@ class ShardCoordinator:
             self.metrics.held.labels(str(shard)).set(0)
             self.metrics.handovers.labels("released").inc()
         if lease is not None and lease.spec.holder_identity == self.identity:
-            lease.spec.holder_identity = ""
-            lease.spec.lease_duration_seconds = 1
-            self.api.replace_namespaced_lease(name, self.namespace, lease, _request_timeout=timeout)
+            self.api.replace_namespaced_lease(name, self.namespace, give_up(lease), _request_timeout=timeout)
         log.info("released shard lease %s/%s (assigned elsewhere now)", self.namespace, name)
 
     def _collect_members(self, members: dict) -> None:

@@ -7,45 +7,33 @@ from prometheus_client import Counter, Gauge
 
 class PoolMetrics:
     def __init__(self, registry):
-        labels = ["namespace", "pool"]
-        self.desired = Gauge(
-            "egress_proxies_pool_desired_replicas", "spec.replicas of a pool.", labels, registry=registry
+        def series(kind, name: str, text: str, *extra: str):
+            """``egress_proxies_pool_<name>``, labelled by namespace and pool (and ``extra``)."""
+            return kind("egress_proxies_pool_" + name, text, ["namespace", "pool", *extra], registry=registry)
+
+        self.desired = series(Gauge, "desired_replicas", "spec.replicas of a pool.")
+        self.replicas = series(Gauge, "replicas", "Members of a pool not being deleted.")
+        self.ready = series(Gauge, "ready_replicas", "Ready members of a pool.")
+        self.updated = series(
+            Gauge, "updated_replicas", "Members of a pool at its current revision (a rotation's progress)."
         )
-        self.replicas = Gauge(
-            "egress_proxies_pool_replicas", "Members of a pool not being deleted.", labels, registry=registry
-        )
-        self.ready = Gauge(
-            "egress_proxies_pool_ready_replicas", "Ready members of a pool.", labels, registry=registry
-        )
-        self.updated = Gauge(
-            "egress_proxies_pool_updated_replicas",
-            "Members of a pool at its current revision (a rotation's progress).",
-            labels,
-            registry=registry,
-        )
-        self.min_available = Gauge(
-            "egress_proxies_pool_min_available_replicas",
+        self.min_available = series(
+            Gauge,
+            "min_available_replicas",
             "The floor a rotation keeps: desired replicas minus the strategy's maxUnavailable (resolved).",
-            labels,
-            registry=registry,
         )
-        self.target_desired = Gauge(
-            "egress_proxies_pool_target_desired_replicas",
+        self.target_desired = series(
+            Gauge,
+            "target_desired_replicas",
             "Members a spread target should have (skipped: at most what it holds; 0 without its provider).",
-            [*labels, "target"],
-            registry=registry,
+            "target",
         )
-        self.created = Counter(
-            "egress_proxies_pool_members_created_total",
-            "Members a pool created.",
-            [*labels, "target"],
-            registry=registry,
-        )
-        self.deleted = Counter(
-            "egress_proxies_pool_members_deleted_total",
+        self.created = series(Counter, "members_created_total", "Members a pool created.", "target")
+        self.deleted = series(
+            Counter,
+            "members_deleted_total",
             "Members a pool deleted, by reason (ScaleDown, MaxAge, Outdated, TargetSkipped, PoolDeleted).",
-            [*labels, "reason"],
-            registry=registry,
+            "reason",
         )
 
     def forget(self, namespace: str, pool: str, targets) -> None:

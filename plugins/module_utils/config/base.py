@@ -69,6 +69,30 @@ def check_dns_label(value: str, what: str = "value") -> str:
     return value
 
 
+def matching(pattern, message: str, optional: bool = False):
+    """A field check: the whole value matches ``pattern`` (with ``optional``, or is empty);
+    otherwise ``message``, in which ``{!r}`` stands for the value."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if (value or not optional) and not compiled.fullmatch(value):
+            raise ValueError(message.format(value))
+        return value
+
+    return check
+
+
+def one_of(choices: tuple, note: str = ""):
+    """A field check: the value is one of ``choices`` (``note`` follows the list in the message)."""
+
+    def check(value: str) -> str:
+        if value not in choices:
+            raise ValueError("must be one of %s%s" % (", ".join(choices), note))
+        return value
+
+    return check
+
+
 def check_cidrs(values) -> list:
     """Every entry must be an IPv4 or IPv6 network in CIDR notation (host bits allowed)."""
     for value in values:

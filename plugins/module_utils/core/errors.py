@@ -136,3 +136,15 @@ class ConfigError(Exception):
 
 class UsageError(Exception):
     """A module's own parameters are wrong (a permanent error; nothing was changed)."""
+
+
+def class_by_type(exc: BaseException, table) -> str:
+    """The start of every provider's ``classify``: a ``ProviderError`` keeps its own class (it was
+    classified where the knowledge was); otherwise the class of the first ``(exception types,
+    error class)`` row of ``table`` that ``exc`` is an instance of, or "" when none is."""
+    if isinstance(exc, ProviderError):
+        return exc.error_class
+    for types, error_class in table:
+        if isinstance(exc, types):
+            return error_class
+    return ""

@@ -128,16 +128,18 @@ def proves_missing(exc: BaseException, resource: str, *containers: str) -> bool:
     return any(("'%s'" % path) in message for path in (resource, *containers))
 
 
+_BY_TYPE = (
+    (CredentialsUnavailable, errors.TRANSIENT),  # helpers/credential_files.py: a Secret may still be mounting
+    ((SdkMissing, CredentialsProblem, CredentialsUnsafe), errors.PERMANENT),
+    (DeadlineExceeded, errors.TRANSIENT),
+)
+
+
 def classify(exc: BaseException) -> str:
     """The error class of any failure a gcp call can raise."""
-    if isinstance(exc, errors.ProviderError):
-        return exc.error_class
-    if isinstance(exc, CredentialsUnavailable):
-        return errors.TRANSIENT  # helpers/credential_files.py: a Secret may still be mounting
-    if isinstance(exc, (SdkMissing, CredentialsProblem, CredentialsUnsafe)):
-        return errors.PERMANENT
-    if isinstance(exc, DeadlineExceeded):
-        return errors.TRANSIENT
+    known = errors.class_by_type(exc, _BY_TYPE)
+    if known:
+        return known
     if isinstance(exc, OperationFailed):
         if QUOTA_CODES.intersection(exc.codes):
             return errors.QUOTA_EXCEEDED

@@ -84,10 +84,7 @@ class GcpConfig(BlockModel):
             raise ValueError("must be %r or %r" % (ADDRESS_EXTERNAL, ADDRESS_INTERNAL))
         return value
 
-    @field_validator("firewall_source_ranges")
-    @classmethod
-    def _ranges(cls, value):
-        return check_cidrs(value)
+    _ranges = field_validator("firewall_source_ranges")(check_cidrs)
 
     @field_validator("regions")
     @classmethod

@@ -15,7 +15,7 @@ import base64
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import remove, sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     proves_missing,
     status_of,
@@ -95,14 +95,4 @@ def delete_ours(core, name: str, namespace: str, timeout) -> None:
     current = read(core, name, namespace, timeout)
     if current is None or not names.is_managed(current.metadata.labels or {}):
         return
-    try:
-        core.delete_namespaced_secret(
-            name,
-            namespace,
-            grace_period_seconds=0,
-            propagation_policy="Background",
-            _request_timeout=timeout(),
-        )
-    except sdk.ApiException as exc:
-        if not proves_missing(exc, "secrets", name):
-            raise
+    remove.delete_now(core.delete_namespaced_secret, "secrets", name, namespace, timeout)

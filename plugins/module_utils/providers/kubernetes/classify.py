@@ -79,15 +79,20 @@ def missing_kind(exc) -> str:
     return (status.get("details") or {}).get("kind", "") if status.get("reason") == "NotFound" else ""
 
 
+_BY_TYPE = (
+    (DeadlineExceeded, errors.TRANSIENT),
+    (CredentialsUnavailable, errors.TRANSIENT),  # helpers/credential_files.py: a Secret may still be mounting
+    (
+        (sdk.SDKMissing, sdk.ConfigException, CredentialsUnsafe),
+        errors.PERMANENT,
+    ),  # install it, fix the kubeconfig
+)
+
+
 def classify(exc: BaseException) -> str:
-    if isinstance(exc, errors.ProviderError):
-        return exc.error_class
-    if isinstance(exc, DeadlineExceeded):
-        return errors.TRANSIENT
-    if isinstance(exc, CredentialsUnavailable):
-        return errors.TRANSIENT  # helpers/credential_files.py: a Secret may still be mounting
-    if isinstance(exc, sdk.SDKMissing | sdk.ConfigException | CredentialsUnsafe):
-        return errors.PERMANENT  # install the library or fix the kubeconfig
+    known = errors.class_by_type(exc, _BY_TYPE)
+    if known:
+        return known
     if isinstance(exc, sdk.ApiException):
         code, _reason, message = status_of(exc)
         if code == 404:

@@ -51,10 +51,7 @@ class ResourcesConfig(BlockModel):
     requests: dict[str, str] = Field(default_factory=lambda: {"cpu": "50m", "memory": "64Mi"})
     limits: dict[str, str] = Field(default_factory=lambda: {"cpu": "500m", "memory": "256Mi"})
 
-    @field_validator("requests", "limits")
-    @classmethod
-    def _quantities(cls, value):
-        return _check_quantities(value)
+    _quantities = field_validator("requests", "limits")(_check_quantities)
 
 
 class KubernetesConfig(BlockModel):
@@ -86,10 +83,7 @@ class KubernetesConfig(BlockModel):
             raise ValueError("an image reference has no whitespace")
         return value
 
-    @field_validator("allowed_source_ranges")
-    @classmethod
-    def _cidrs(cls, value):
-        return check_cidrs(value)
+    _cidrs = field_validator("allowed_source_ranges")(check_cidrs)
 
     @field_validator("namespace")
     @classmethod
@@ -102,20 +96,11 @@ class KubernetesConfig(BlockModel):
         """A connection option the block leaves out comes from its ``K8S_AUTH_*`` variable."""
         return connection.from_environment(data)
 
-    @field_validator("kubeconfig", "ca_cert", "client_cert", "client_key")
-    @classmethod
-    def _absolute(cls, value):
-        return connection.check_absolute(value)
-
-    @field_validator("host", "proxy")
-    @classmethod
-    def _url(cls, value):
-        return connection.check_url(value)
-
-    @field_validator("api_key")
-    @classmethod
-    def _api_key(cls, value):
-        return connection.check_not_empty(value)
+    _absolute = field_validator("kubeconfig", "ca_cert", "client_cert", "client_key")(
+        connection.check_absolute
+    )
+    _url = field_validator("host", "proxy")(connection.check_url)
+    _api_key = field_validator("api_key")(connection.check_not_empty)
 
     @field_validator("context")
     @classmethod

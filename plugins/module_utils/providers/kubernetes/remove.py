@@ -42,6 +42,22 @@ def _read(read, kind: str, namespace: str, name: str, timeout):
     return found.metadata
 
 
+def delete_now(remove, kind: str, name: str, namespace: str, timeout) -> None:
+    """``remove`` (a ``delete_namespaced_*`` call) with no grace, dependents in the background;
+    an answer that proves the object missing is success."""
+    try:
+        remove(
+            name,
+            namespace,
+            grace_period_seconds=0,
+            propagation_policy="Background",
+            _request_timeout=timeout(),
+        )
+    except sdk.ApiException as exc:
+        if not proves_missing(exc, kind, name):
+            raise
+
+
 def check(meta, what: str, installation: str, provider: str = "") -> None:
     """Raise ``Foreign`` unless the object's labels mark it ours: managed, this installation's,
     and made by ``provider`` (or by no recorded provider: made before the mark existed)."""

@@ -11,7 +11,11 @@ them under the new one.
 
 from __future__ import annotations
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth, sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
+    auth,
+    remove,
+    sdk,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     proves_missing,
 )
@@ -26,18 +30,8 @@ def free_name(core, name: str, namespace: str, deleting: bool, timeout, deadline
     removals = [("configmaps", core.delete_namespaced_config_map)]
     if not deleting:
         removals.insert(0, ("pods", core.delete_namespaced_pod))
-    for kind, remove in removals:
-        try:
-            remove(
-                name,
-                namespace,
-                grace_period_seconds=0,
-                propagation_policy="Background",
-                _request_timeout=timeout(),
-            )
-        except sdk.ApiException as exc:
-            if not proves_missing(exc, kind, name):
-                raise
+    for kind, delete in removals:
+        remove.delete_now(delete, kind, name, namespace, timeout)
     auth.delete_ours(core, name, namespace, timeout)
     while True:
         try:

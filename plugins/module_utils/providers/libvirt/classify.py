@@ -87,15 +87,17 @@ def is_ssh_auth_failure(exc: BaseException) -> bool:
     )
 
 
+_BY_TYPE = (
+    (Quota, errors.QUOTA_EXCEEDED),
+    ((Permanent, LibraryMissing, MarksError, CredentialsUnsafe), errors.PERMANENT),
+    ((Transient, CredentialsUnavailable, DeadlineExceeded), errors.TRANSIENT),
+)
+
+
 def classify(op: str, exc: BaseException) -> str:
-    if isinstance(exc, errors.ProviderError):
-        return exc.error_class
-    if isinstance(exc, Quota):
-        return errors.QUOTA_EXCEEDED
-    if isinstance(exc, (Permanent, LibraryMissing, MarksError, CredentialsUnsafe)):
-        return errors.PERMANENT
-    if isinstance(exc, (Transient, CredentialsUnavailable, DeadlineExceeded)):
-        return errors.TRANSIENT
+    known = errors.class_by_type(exc, _BY_TYPE)
+    if known:
+        return known
     if isinstance(exc, backend.LibvirtCallError):
         return _classify_libvirt(op, exc)
     if isinstance(exc, urllib.error.HTTPError):

@@ -18,7 +18,11 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import BlockModel
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import (
+    BlockModel,
+    matching,
+    one_of,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import (
     Field,
     field_validator,
@@ -68,31 +72,10 @@ class ImageSpec(BlockModel):
     format: str = "qcow2"
     firmware: str = "bios"
 
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return check_http_url(value)
-
-    @field_validator("sha256")
-    @classmethod
-    def _sha256(cls, value: str) -> str:
-        if not _SHA256.fullmatch(value):
-            raise ValueError("must be 64 lowercase hexadecimal characters")
-        return value
-
-    @field_validator("format")
-    @classmethod
-    def _format(cls, value: str) -> str:
-        if value not in FORMATS:
-            raise ValueError("must be one of %s" % ", ".join(FORMATS))
-        return value
-
-    @field_validator("firmware")
-    @classmethod
-    def _firmware(cls, value: str) -> str:
-        if value not in FIRMWARES:
-            raise ValueError("must be one of %s" % ", ".join(FIRMWARES))
-        return value
+    _url = field_validator("url")(check_http_url)
+    _sha256 = field_validator("sha256")(matching(_SHA256, "must be 64 lowercase hexadecimal characters"))
+    _format = field_validator("format")(one_of(FORMATS))
+    _firmware = field_validator("firmware")(one_of(FIRMWARES))
 
 
 class MachineTypeSpec(BlockModel):
@@ -116,19 +99,10 @@ class HostSpec(BlockModel):
     def _name(cls, value: str) -> str:
         return check_identifier(value, "host name")
 
-    @field_validator("address")
-    @classmethod
-    def _address(cls, value: str) -> str:
-        if not _ADDRESS.fullmatch(value):
-            raise ValueError("%r must be a host name or IP address, optionally with :port" % (value,))
-        return value
-
-    @field_validator("user")
-    @classmethod
-    def _user(cls, value: str) -> str:
-        if not _USER.fullmatch(value):
-            raise ValueError("%r is not a valid user name" % (value,))
-        return value
+    _address = field_validator("address")(
+        matching(_ADDRESS, "{!r} must be a host name or IP address, optionally with :port")
+    )
+    _user = field_validator("user")(matching(_USER, "{!r} is not a valid user name"))
 
     @field_validator("socket")
     @classmethod
@@ -137,28 +111,13 @@ class HostSpec(BlockModel):
             raise ValueError("must be an absolute path without spaces, quotes or URL characters")
         return value
 
-    @field_validator("pool")
-    @classmethod
-    def _pool(cls, value: str) -> str:
-        if not _POOL.fullmatch(value):
-            raise ValueError("%r is not a libvirt pool name" % (value,))
-        return value
-
-    @field_validator("bridge")
-    @classmethod
-    def _bridge(cls, value: str) -> str:
-        if value and not _BRIDGE.fullmatch(value):
-            raise ValueError("%r is not a bridge interface name (1-15 characters)" % (value,))
-        return value
-
-    @field_validator("domain_type")
-    @classmethod
-    def _domain_type(cls, value: str) -> str:
-        if value not in DOMAIN_TYPES:
-            raise ValueError(
-                "must be one of %s (qemu is TCG emulation, without KVM)" % ", ".join(DOMAIN_TYPES)
-            )
-        return value
+    _pool = field_validator("pool")(matching(_POOL, "{!r} is not a libvirt pool name"))
+    _bridge = field_validator("bridge")(
+        matching(_BRIDGE, "{!r} is not a bridge interface name (1-15 characters)", optional=True)
+    )
+    _domain_type = field_validator("domain_type")(
+        one_of(DOMAIN_TYPES, " (qemu is TCG emulation, without KVM)")
+    )
 
 
 class LibvirtConfig(BlockModel):
@@ -198,18 +157,12 @@ class LibvirtConfig(BlockModel):
             raise ValueError("must be an absolute path")
         return value
 
-    @field_validator("images")
+    @field_validator("images", "machine_types")
     @classmethod
-    def _image_keys(cls, value: dict) -> dict:
+    def _keys(cls, value: dict, info) -> dict:
+        what = {"images": "image key", "machine_types": "machine type"}[info.field_name]
         for key in value:
-            check_identifier(key, "image key")
-        return value
-
-    @field_validator("machine_types")
-    @classmethod
-    def _machine_type_keys(cls, value: dict) -> dict:
-        for key in value:
-            check_identifier(key, "machine type")
+            check_identifier(key, what)
         return value
 
     @field_validator("hosts")

@@ -63,7 +63,4 @@ class LocalConfig(BlockModel):
             return "addressRange %s overlaps %s" % (self.address_range, other.address_range)
         return ""
 
-    @field_validator("allowed_source_ranges")
-    @classmethod
-    def _cidrs(cls, value):
-        return check_cidrs(value)
+    _cidrs = field_validator("allowed_source_ranges")(check_cidrs)

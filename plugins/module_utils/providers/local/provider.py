@@ -56,16 +56,18 @@ class SquidMissing(Exception):
     """The configured Squid binary is not installed: fixing the config or host resolves it."""
 
 
+_BY_TYPE = (
+    (DeadlineExceeded, errors.TRANSIENT),
+    (SquidMissing, errors.PERMANENT),
+    ((PermissionError, safe_files.UnsafeFile), errors.PERMANENT),  # a planted link stays until removed
+)
+
+
 def classify(exc: BaseException) -> str:
     """The one mapping from local failures to error classes."""
-    if isinstance(exc, errors.ProviderError):
-        return exc.error_class
-    if isinstance(exc, DeadlineExceeded):
-        return errors.TRANSIENT
-    if isinstance(exc, SquidMissing):
-        return errors.PERMANENT
-    if isinstance(exc, (PermissionError, safe_files.UnsafeFile)):
-        return errors.PERMANENT  # a planted link stays until someone removes it
+    known = errors.class_by_type(exc, _BY_TYPE)
+    if known:
+        return known
     if isinstance(exc, StoreError) and "exhausted" in str(exc):
         return errors.QUOTA_EXCEEDED
     if isinstance(exc, OSError) and exc.errno is not None and exc.errno == 28:  # ENOSPC
