@@ -161,6 +161,7 @@ def base_source(rev: str) -> str:
             ["git", "-C", ROOT, "show", "%s:controller/egress_proxies_controller/%s" % (rev, path)],
             capture_output=True,
             text=True,
+            check=False,  # a revision without this path: try the next
         )
         if done.returncode == 0:
             if path == "pool_reconciler.py":
