@@ -136,7 +136,8 @@ def command(argv: list, extra: dict | None = None):
 
 def controller_run(work: str, providers_file: str, extra: dict | None = None, fork_server: bool = True):
     os.environ.update(_env())
-    from egress_proxies_controller.runs.executor import PLAYBOOK, Executor
+    from egress_proxies_controller.runs.executor import Executor
+    from egress_proxies_controller.runs.playbooks import PLAYBOOK
 
     runner_dir = os.path.join(work, "runner-%d" % len(os.listdir(work)))
     executor = Executor(runner_dir, providers_file, collections_path=COLLECTIONS, fork_server=fork_server)

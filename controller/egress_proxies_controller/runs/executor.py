@@ -31,81 +31,12 @@ import threading
 import time
 import uuid
 
-from ..proxy.reconciler import CREATE, DELETE, GET, NOT_FOUND, TRANSIENT, Action, Answer
 from ..telemetry import runner_phases, tracing
-from . import process_tree
+from . import batch, process_tree
 from .playbook_launcher import PlaybookLauncher
+from .playbooks import CHECK_PLAYBOOK, GC_PLAYBOOK, PLAYBOOK
 
 log = logging.getLogger("egress_proxies_controller.runs.executor")
-
-
-def _playbook(purpose: str, tasks: str) -> str:
-    """A controller playbook: ``tasks`` on localhost, the run's items read from ``items_file``
-    (the memfd the executor hands it) as ``batch``."""
-    return (
-        "- name: egress-proxies controller %s\n"
-        "  hosts: localhost\n"
-        "  gather_facts: false\n"
-        "  vars:\n"
-        "    batch: \"{{ lookup('ansible.builtin.file', items_file) | from_json }}\"\n"
-        "  tasks:\n" % purpose
-    ) + tasks
-
-
-PLAYBOOK = _playbook(
-    "batch",
-    """\
-    - name: instances
-      crawl.egress_proxies.proxy_instance:
-        instances: "{{ batch.instances }}"
-        invalid_items: fail_item
-        concurrency: "{{ batch.concurrency }}"
-        timeout: "{{ batch.call_timeout }}"
-      when: batch.instances | length > 0
-      ignore_errors: true
-
-    - name: gets
-      crawl.egress_proxies.proxy_info:
-        provider: "{{ item.provider }}"
-        ids: "{{ item.ids }}"
-        concurrency: "{{ batch.concurrency }}"
-        timeout: "{{ batch.call_timeout }}"
-      loop: "{{ batch.gets }}"
-      ignore_errors: true
-
-    - name: lists
-      crawl.egress_proxies.proxy_info:
-        provider: "{{ item }}"
-        timeout: "{{ batch.call_timeout }}"
-      loop: "{{ batch.lists }}"
-      ignore_errors: true
-""",
-)
-
-
-GC_PLAYBOOK = _playbook(
-    "orphan collection",
-    """\
-    - name: gc
-      crawl.egress_proxies.proxy_gc:
-        live_uids: "{{ batch.live_uids }}"
-        min_age: "{{ batch.min_age }}"
-        uid_shards: "{{ batch.uid_shards | default(omit) }}"
-        timeout: "{{ batch.call_timeout }}"
-      check_mode: "{{ batch.dry_run }}"
-      ignore_errors: true
-""",
-)
-
-CHECK_PLAYBOOK = _playbook(
-    "provider checks",
-    """\
-    - name: check
-      crawl.egress_proxies.proxy_check:
-        timeout: "{{ batch.timeout }}"
-      ignore_errors: true
-""",
-)
 
 
 MAX_EVENT_RES = 256 * 1024 * 1024  # characters of one task result (10,000 instances: ~6 MB)
@@ -167,97 +98,49 @@ class Executor:
     # -- public ------------------------------------------------------------------------
 
     def execute(self, actions: dict, create_fields: dict) -> dict:
-        """``{key: Action}`` -> ``{key: Answer}``. ``create_fields`` holds each create's module
-        fields, resolved before the run (``run_inputs.resolve``), or the ``LookupError`` that
-        kept them from being resolved: that item alone is answered Transient."""
-        answers, instances, instance_keys = {}, [], []
-        gets = {}  # provider -> [(key, id)]
-        for key, action in actions.items():
-            if action.op in (CREATE, DELETE):
-                item = {
-                    "provider": action.provider,
-                    "uid": action.uid,
-                    "name": action.name,
-                    "state": "present" if action.op == CREATE else "absent",
-                }
-                if action.provider_id:
-                    item["id"] = action.provider_id
-                elif action.op == DELETE:
-                    # No id (a create may have run before a crash): the module finds the instance
-                    # by name; the namespace is where a kubernetes-provider create put it.
-                    item["namespace"] = key.split("/", 1)[0]
-                if action.op == CREATE:
-                    fields = create_fields[key]  # every create's, resolved before the run
-                    if isinstance(fields, LookupError):  # a Secret it needs: that item only, retried
-                        answers[key] = Answer(
-                            ok=False,
-                            error_class=TRANSIENT,
-                            message=str(fields),
-                            reason=getattr(fields, "reason", ""),
-                        )
-                        continue
-                    item.update(fields)
-                instances.append(item)
-                instance_keys.append(key)
-            elif action.op == GET:
-                gets.setdefault(action.provider, []).append((key, action.provider_id))
-        lists = sorted(p for p, entries in gets.items() if len(entries) >= self.list_threshold)
-        by_id = {p: entries for p, entries in gets.items() if p not in lists}
-        if not instances and not gets:
+        """``{key: Action}`` -> ``{key: Answer}`` through one run (and a second for the ids a
+        list did not show: only a get can say NotFound). ``create_fields`` as ``batch.encode``
+        takes them."""
+        items = batch.encode(actions, create_fields, self.list_threshold)
+        answers, by_id, lists, gets = items.answers, items.by_id, items.lists, items.gets
+        if items.empty:
             return answers
         try:
-            events = self._run(instances, by_id, lists)
+            events = self._run(items.instances, by_id, lists)
         except RunFailed as exc:
-            for key in instance_keys + [k for entries in gets.values() for k, _pid in entries]:
-                answers[key] = Answer(ok=False, error_class=TRANSIENT, message=str(exc))
+            batch.failed(
+                items.instance_keys + [k for entries in gets.values() for k, _pid in entries],
+                str(exc),
+                answers,
+            )
             return answers
         # A run that failed or timed out still answers every item whose task had finished.
         failure = getattr(events, "failure", "")
-
-        def unanswered(keys):
-            for key in keys:
-                answers[key] = Answer(ok=False, error_class=TRANSIENT, message=failure)
-
         if failure and "instances" not in events:
-            unanswered(instance_keys)
+            batch.failed(items.instance_keys, failure, answers)
         else:
-            self._read_instances(events.get("instances"), instance_keys, answers)
+            batch.read_instances(events.get("instances"), items.instance_keys, answers)
         if failure and "gets" not in events:
-            unanswered(k for entries in by_id.values() for k, _pid in entries)
+            batch.failed((k for entries in by_id.values() for k, _pid in entries), failure, answers)
         else:
-            self._read_gets(events.get("gets"), by_id, answers)
+            batch.read_gets(events.get("gets"), by_id, answers)
         if failure and "lists" not in events:
-            unanswered(k for p in lists for k, _pid in gets[p])
+            batch.failed((k for p in lists for k, _pid in gets[p]), failure, answers)
             return answers
-        misses = self._read_lists(events.get("lists"), {p: gets[p] for p in lists}, answers)
+        misses = batch.read_lists(events.get("lists"), {p: gets[p] for p in lists}, answers)
         if misses:  # not in a (possibly partial) list: only a get can say NotFound
             try:
                 events = self._run([], misses, [])
-                self._read_gets(events.get("gets"), misses, answers)
+                batch.read_gets(events.get("gets"), misses, answers)
             except RunFailed as exc:
-                for entries in misses.values():
-                    for key, _pid in entries:
-                        answers[key] = Answer(ok=False, error_class=TRANSIENT, message=str(exc))
+                batch.failed((k for entries in misses.values() for k, _pid in entries), str(exc), answers)
         return answers
 
     # -- the run -----------------------------------------------------------------------
 
     def _run(self, instances: list, gets: dict, lists: list) -> dict:
-        payload = {
-            "instances": instances,
-            "gets": [
-                {"provider": p, "ids": [i for _key, i in entries]} for p, entries in sorted(gets.items())
-            ],
-            "lists": lists,
-            "concurrency": self.concurrency,
-            "call_timeout": self.call_timeout,
-        }
-        label = "instances=%d gets=%d lists=%d" % (
-            len(instances),
-            sum(len(v) for v in gets.values()),
-            len(lists),
-        )
-        return self.run_playbook("batch.yml", PLAYBOOK, payload, label)
+        items = batch.payload(instances, gets, lists, self.concurrency, self.call_timeout)
+        return self.run_playbook("batch.yml", PLAYBOOK, items, batch.label(instances, gets, lists))
 
     def validate(self, providers_file: str, names: list) -> list:
         """The problems the modules find in ``providers_file`` (none: they accept it). One
@@ -470,104 +353,3 @@ class Executor:
                 records.extend(item.get("telemetry") or [])
         for record in records:
             self.metrics.provider_call(record)
-
-    # -- reading results ---------------------------------------------------------------
-
-    @staticmethod
-    def _read_instances(res, keys: list, answers: dict) -> None:
-        results = (res or {}).get("results")
-        if not isinstance(results, list) or len(results) != len(keys):
-            message = (res or {}).get("msg") or "proxy_instance returned no per-item results"
-            for key in keys:
-                answers[key] = Answer(ok=False, error_class=_class_of(res), message=message)
-            return
-        for key, item in zip(keys, results, strict=True):
-            if item.get("failed"):
-                answers[key] = Answer(
-                    ok=False,
-                    error_class=item.get("error_class") or TRANSIENT,
-                    message=item.get("msg", ""),
-                    instance=item,
-                    reason=item.get("reason") or "",
-                )
-            else:
-                answers[key] = Answer(ok=True, instance=item)
-
-    @staticmethod
-    def _read_gets(res, gets: dict, answers: dict) -> None:
-        per_provider = {}
-        for item in (res or {}).get("results") or []:
-            if isinstance(item, dict) and isinstance(item.get("item"), dict):
-                per_provider[item["item"].get("provider")] = item
-        for provider, entries in gets.items():
-            result = per_provider.get(provider)
-            if result is None or (
-                result.get("failed")
-                and not result.get("instances")
-                and not result.get("not_found")
-                and not result.get("errors")
-            ):
-                message = (result or {}).get(
-                    "msg"
-                ) or "proxy_info returned no result for provider %s" % provider
-                cls = _class_of(result)
-                for key, _pid in entries:
-                    answers[key] = Answer(ok=False, error_class=cls, message=message)
-                continue
-            found = {i["id"]: i for i in result.get("instances") or []}
-            missing = set(result.get("not_found") or [])
-            failed = {e["id"]: e for e in result.get("errors") or []}
-            for key, provider_id in entries:
-                if provider_id in found:
-                    answers[key] = Answer(ok=True, instance=found[provider_id])
-                elif provider_id in missing:
-                    answers[key] = Answer(
-                        ok=False, error_class=NOT_FOUND, message="%s not found" % provider_id
-                    )
-                elif provider_id in failed:
-                    answers[key] = Answer(
-                        ok=False,
-                        error_class=failed[provider_id]["error_class"],
-                        message=failed[provider_id]["msg"],
-                    )
-                else:
-                    answers[key] = Answer(
-                        ok=False, error_class=TRANSIENT, message="no answer for %s" % provider_id
-                    )
-
-    @staticmethod
-    def _read_lists(res, lists: dict, answers: dict) -> dict:
-        per_provider = {}
-        for item in (res or {}).get("results") or []:
-            if isinstance(item, dict):
-                per_provider[item.get("item")] = item
-        misses = {}
-        for provider, entries in lists.items():
-            result = per_provider.get(provider) or {}
-            if result.get("errors") or not isinstance(result.get("instances"), list):
-                if not result.get("errors"):
-                    log.warning(
-                        "list of %s: no result in the run's events; reading %d by id", provider, len(entries)
-                    )
-                misses[provider] = entries  # the list could not be read: fall back to gets
-                continue
-            found = {i["id"]: i for i in result["instances"]}
-            for key, provider_id in entries:
-                if provider_id in found:
-                    answers[key] = Answer(ok=True, instance=found[provider_id])
-                else:
-                    misses.setdefault(provider, []).append((key, provider_id))
-        return misses
-
-
-def _class_of(res) -> str:
-    """A whole-module failure's class; a configuration error (``problems``) is the controller's
-    state, never a Proxy's: Transient, so no item is latched by it."""
-    res = res or {}
-    if res.get("problems"):
-        return TRANSIENT
-    return res.get("error_class") or TRANSIENT
-
-
-def action_summary(action: Action) -> str:
-    return "%s %s %s" % (action.op, action.provider, action.provider_id or action.name)
