@@ -75,6 +75,20 @@ def _exit_on_loss(log, executor, what: str):
 
 def _main(argv) -> int:
     args = parser().parse_args(argv)
+    _configure_logging(args)
+    problem = _usage_problem(args)
+    if problem:
+        print("error: %s" % problem, file=sys.stderr)
+        return 2
+    try:  # before anything that imports the collection's module_utils (--help, --version need none)
+        from . import collection  # noqa: F401
+    except ImportError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 2
+    return _run(args)
+
+
+def _configure_logging(args) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         JsonFormatter()
@@ -82,38 +96,28 @@ def _main(argv) -> int:
         else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     )
     logging.basicConfig(level=args.log_level, handlers=[handler])
-    log = logging.getLogger("egress_proxies_controller")
-    if not args.providers_file:
-        print("error: --providers-file (or %s) is required" % ENV_PROVIDERS_FILE, file=sys.stderr)
-        return 2
-    if args.shards < 1 or (args.shards > 1 and not args.leader_elect):
-        print(
-            "error: --shards: must be 1, or more with --leader-elect (got %d)" % args.shards, file=sys.stderr
-        )
-        return 2
-    sharded = args.shards > 1
-    try:  # before anything that imports the collection's module_utils (--help, --version need none)
-        from . import collection  # noqa: F401
-    except ImportError as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return 2
 
-    from .config.lease_reports import LeaseReports
+
+def _usage_problem(args) -> str:
+    """What makes the flags unusable together ("" when nothing does)."""
+    if not args.providers_file:
+        return "--providers-file (or %s) is required" % ENV_PROVIDERS_FILE
+    if args.shards < 1 or (args.shards > 1 and not args.leader_elect):
+        return "--shards: must be 1, or more with --leader-elect (got %d)" % args.shards
+    return ""
+
+
+def _run(args) -> int:
+    """Build the parts in dependency order (nothing is wired after it is built), run until
+    SIGTERM or SIGINT, then drain and stop them in reverse."""
     from .config.providers_file import ProvidersConfig
     from .kube import client as kube_mod
     from .kube.informer import Informer
-    from .kube.leader import LeaderElector
-    from .loops.orphan_gc import OrphanGC
-    from .loops.provider_checks import ProviderHealthMonitor
-    from .loops.proxy_probes import ProxyHealthEngine
-    from .pool.controller import PoolController
     from .proxy.controller import ProxyController
-    from .proxy.reconciler import Settings
     from .readiness import Readiness
-    from .runs.executor import Executor
     from .telemetry import tracing
-    from .telemetry.pool_metrics import PoolMetrics
 
+    log = logging.getLogger("egress_proxies_controller")
     api_client = kube_mod.load(args.kubeconfig, args.context)  # first: a bad flag ends here
     tracer_provider = tracing.configure()  # OTEL_* decide; None: spans are no-ops
     stop = threading.Event()
@@ -125,29 +129,9 @@ def _main(argv) -> int:
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
     metrics.count_proxies(informer.objects)
-    held = HeldKeys()  # the manager's, and sharding's to ask before a shard is given up
-    shard_keys = None
-    if sharded:
-        from .sharding.keys import ShardKeys
-
-        shard_keys = ShardKeys(args.shards, informer, queue, held)
+    held = HeldKeys()  # the Proxy controller's, and sharding's to ask before a shard is given up
     readiness = Readiness(informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout)
-    ready, healthy = readiness.ready, readiness.healthy
-
-    servers = []
-    if args.metrics_addr not in ("", "0"):  # first: once /readyz answers, /metrics does too
-        tls = authorizer = None
-        if not args.metrics_insecure:
-            from .telemetry import metrics_auth
-
-            try:
-                tls = metrics_auth.tls_context(args.metrics_cert_dir)
-            except metrics_auth.CertificateError as exc:
-                raise kube_mod.StartupError("--metrics-cert-dir", str(exc)) from None
-            authorizer = metrics_auth.Authorizer(kube)
-        servers.append(_listen("--metrics-addr", args.metrics_addr, metrics, ready, healthy, tls, authorizer))
-    servers.append(_listen("--health-addr", args.health_addr, None, ready, healthy))
-
+    servers = _servers(args, kube, metrics, readiness)
     identity = "%s_%s" % (socket.gethostname(), os.getpid())
     try:
         os.makedirs(args.work_dir, mode=0o700, exist_ok=True)
@@ -155,86 +139,36 @@ def _main(argv) -> int:
         raise kube_mod.StartupError(
             "--work-dir", "cannot create %s: %s" % (args.work_dir, exc.strerror)
         ) from None
-    elector = sharding = None
-    lease = dict(
-        _flags(args, "lease_duration", "renew_deadline", "retry_period"),
-        heartbeat=os.path.join(args.work_dir, "heartbeat"),
-    )
-    lease_of = (kube.coordination, args.leader_election_namespace, args.leader_election_id, identity)
-    if sharded:
-        from .sharding.keys import Sharding
-        from .sharding.leases import ShardCoordinator
-
-        elector = ShardCoordinator(
-            *lease_of,
-            args.shards,
-            **lease,
-            registry=metrics.registry,
-            on_acquired=shard_keys.acquired,
-            busy=shard_keys.busy,
-        )
-        sharding = readiness.sharding = Sharding(shard_keys, elector)
-        readiness.leading = True  # every replica reconciles (its own shards)
-    elif args.leader_elect:
-        elector = LeaderElector(*lease_of, **lease)
+    elector, sharding = _leases(args, kube, metrics, readiness, informer, queue, held, identity)
+    if elector is not None and sharding is None:
         log.info("waiting for the lease %s/%s", args.leader_election_namespace, args.leader_election_id)
         if not elector.acquire(stop):
             return 0
         readiness.leading = True
-        metrics.is_leader.set(1)
-    else:
-        metrics.is_leader.set(1)  # without leader election this replica alone reconciles
-    may_act = (elector.healthy if sharded else elector.leading) if elector is not None else (lambda: True)
-
-    settings = Settings(
-        args.provisioning_poll, args.deletion_poll, args.requeue_now, args.quota_retry, args.running_poll
-    )
-    executor = Executor(
-        args.work_dir,
-        None,  # set to the private copy of the last good providers file once there is one
-        **_flags(args, "run_timeout", "call_timeout", "keep_artifacts", "collections_path", "renew_deadline"),
-        run_log=args.run_log,
-        concurrency=args.module_concurrency,
-        list_threshold=args.list_poll_threshold,
-        metrics=metrics,
-        may_run=may_act,
-        identity=identity,
-        heartbeat=elector.heartbeat if elector is not None else "",
-        fork_server=args.ansible_fork_server,
-    )
-    metrics.runs_in_flight.set_function(executor.runs_in_flight)
+    if elector is None or sharding is None:
+        metrics.is_leader.set(1)  # this replica alone reconciles (the leader, or without election)
+    may_act = lambda: True  # noqa: E731  (without election this replica always acts)
+    if elector is not None:
+        may_act = elector.healthy if sharding is not None else elector.leading
+    executor = _executor(args, metrics, may_act, elector, identity)
     renew_stop = threading.Event()  # set only once all work has drained
-    if elector is not None and not sharded:
+    if elector is not None and sharding is None:
         elector.keep(renew_stop, _exit_on_loss(log, executor, "leadership"))
-
-    reports = LeaseReports(
-        kube,
-        metrics,
-        leader_elect=args.leader_elect,
-        lease_namespace=args.leader_election_namespace,
-        lease_name=args.leader_election_id,
-        path=args.providers_file,
-    )
-    config = ProvidersConfig(
-        os.path.abspath(args.providers_file),
-        os.path.join(args.work_dir, "config"),
-        executor.validate,
-        reports.config_problem,
-    )
-    readiness.config = reports.config = config
+    config, reports = _providers(args, kube, metrics, executor, ProvidersConfig)
+    readiness.config = config
     manager = ProxyController(
         kube,
         informer,
         queue,
         executor,
-        settings,
+        _settings(args),
         config,
         **_flags(args, "runs_in_flight", "batch_max", "poll_batch_max", "poll_in_rounds", "tick"),
         **_flags(args, "gather_while_busy", "min_batch_interval", "drain_timeout"),
         metrics=metrics,
         may_act=may_act,
         report_missing=reports.missing,
-        owns=sharding.owns if sharded else None,
+        owns=sharding.owns if sharding is not None else None,
         held=held,
     )
     readiness.manager = manager
@@ -249,11 +183,155 @@ def _main(argv) -> int:
         informer_thread.join(10)
         return 1
     log.info("cache synced: %d proxies", len(informer.cache_keys()))
-    if sharded:
+    if sharding is not None:
         elector.start(_exit_on_loss(log, executor, "a shard lease"))
     worker = threading.Thread(target=manager.run, name="manager")
     worker.start()
-    loops = [
+    loops = _loops(args, kube, metrics, informer, queue, executor, config, sharding, elector, may_act)
+    stop.wait()
+    log.info("shutting down: finishing in-flight runs (at most --drain-timeout), renewing the lease")
+    for loop in loops:
+        loop.stop_event.set()
+    manager.stop.set()
+    queue.shutdown()
+    informer.stop()
+    worker.join()  # in-flight runs drained (or cancelled after --drain-timeout); the lease was renewed
+    for loop in loops:
+        loop.stop()
+    renew_stop.set()
+    if sharding is not None:
+        elector.stop()
+    elif elector is not None:
+        elector.release()
+    executor.close()
+    for server in servers:
+        server.shutdown()
+    if tracer_provider is not None:
+        tracer_provider.shutdown()  # the last spans are exported before the process exits
+    log.info("stopped")
+    return 0
+
+
+def _servers(args, kube, metrics, readiness) -> list:
+    """The /metrics server (authenticated unless --metrics-insecure) and the probes' server."""
+    from .kube.client import StartupError
+
+    ready, healthy = readiness.ready, readiness.healthy
+    servers = []
+    if args.metrics_addr not in ("", "0"):  # first: once /readyz answers, /metrics does too
+        tls = authorizer = None
+        if not args.metrics_insecure:
+            from .telemetry import metrics_auth
+
+            try:
+                tls = metrics_auth.tls_context(args.metrics_cert_dir)
+            except metrics_auth.CertificateError as exc:
+                raise StartupError("--metrics-cert-dir", str(exc)) from None
+            authorizer = metrics_auth.Authorizer(kube)
+        servers.append(_listen("--metrics-addr", args.metrics_addr, metrics, ready, healthy, tls, authorizer))
+    servers.append(_listen("--health-addr", args.health_addr, None, ready, healthy))
+    return servers
+
+
+def _leases(args, kube, metrics, readiness, informer, queue, held, identity) -> tuple:
+    """(elector, sharding): the shard coordinator and its Sharding with ``--shards`` above 1, a
+    leader elector (not yet holding the Lease) with ``--leader-elect``, or neither."""
+    lease = dict(
+        _flags(args, "lease_duration", "renew_deadline", "retry_period"),
+        heartbeat=os.path.join(args.work_dir, "heartbeat"),
+    )
+    lease_of = (kube.coordination, args.leader_election_namespace, args.leader_election_id, identity)
+    if args.shards > 1:
+        from .sharding.keys import Sharding, ShardKeys
+        from .sharding.leases import ShardCoordinator
+
+        keys = ShardKeys(args.shards, informer, queue, held)
+        coordinator = ShardCoordinator(
+            *lease_of,
+            args.shards,
+            **lease,
+            registry=metrics.registry,
+            on_acquired=keys.acquired,
+            busy=keys.busy,
+        )
+        sharding = readiness.sharding = Sharding(keys, coordinator)
+        readiness.leading = True  # every replica reconciles (its own shards)
+        return coordinator, sharding
+    if args.leader_elect:
+        from .kube.leader import LeaderElector
+
+        return LeaderElector(*lease_of, **lease), None
+    return None, None
+
+
+def _executor(args, metrics, may_act, elector, identity):
+    from .runs.executor import Executor
+
+    executor = Executor(
+        args.work_dir,
+        None,  # set to the private copy of the last good providers file once there is one
+        **_flags(args, "run_timeout", "call_timeout", "keep_artifacts", "collections_path", "renew_deadline"),
+        run_log=args.run_log,
+        concurrency=args.module_concurrency,
+        list_threshold=args.list_poll_threshold,
+        metrics=metrics,
+        may_run=may_act,
+        identity=identity,
+        heartbeat=elector.heartbeat if elector is not None else "",
+        fork_server=args.ansible_fork_server,
+    )
+    metrics.runs_in_flight.set_function(executor.runs_in_flight)
+    return executor
+
+
+def _providers(args, kube, metrics, executor, providers_config) -> tuple:
+    """(the providers file as the controller uses it, the reports of its problems)."""
+    from .config.lease_reports import LeaseReports
+
+    reports = LeaseReports(
+        kube,
+        metrics,
+        leader_elect=args.leader_elect,
+        lease_namespace=args.leader_election_namespace,
+        lease_name=args.leader_election_id,
+        path=args.providers_file,
+    )
+    config = providers_config(
+        os.path.abspath(args.providers_file),
+        os.path.join(args.work_dir, "config"),
+        executor.validate,
+        reports.config_problem,
+    )
+    reports.config = config
+    return config, reports
+
+
+def _settings(args):
+    from .proxy.reconciler import Settings
+
+    return Settings(
+        args.provisioning_poll, args.deletion_poll, args.requeue_now, args.quota_retry, args.running_poll
+    )
+
+
+def _loops(args, kube, metrics, informer, queue, executor, config, sharding, elector, may_act) -> list:
+    """The periodic loops beside the Proxy controller, started."""
+    from .loops.orphan_gc import OrphanGC
+    from .loops.provider_checks import ProviderHealthMonitor
+    from .loops.proxy_probes import ProxyHealthEngine
+    from .pool.controller import PoolController
+    from .telemetry.pool_metrics import PoolMetrics
+
+    checks = ProviderHealthMonitor(
+        executor,
+        kube,
+        metrics,
+        interval=args.health_check_interval,
+        round_timeout=args.health_check_timeout,
+    )
+    if sharding is not None:  # ProviderHealth is per provider, not per Proxy: shard 0's holder writes it
+        checks.gate = lambda: elector.dispatching(0)
+    return [
         OrphanGC(
             executor,
             informer,
@@ -262,20 +340,14 @@ def _main(argv) -> int:
             namespace=args.namespace,
             shards=sharding,
         ).start(),
-        ProviderHealthMonitor(
-            executor,
-            kube,
-            metrics,
-            interval=args.health_check_interval,
-            round_timeout=args.health_check_timeout,
-        ).start(),
+        checks.start(),
         ProxyHealthEngine(
             informer,
             kube,
             queue,
             metrics,
             **_flags(args, "interval", "timeout", "concurrency", "url", prefix="probe_"),
-            owns=sharding.owns if sharded else None,
+            owns=sharding.owns if sharding is not None else None,
         ).start(),
         PoolController(
             kube,
@@ -288,30 +360,6 @@ def _main(argv) -> int:
             may_act=may_act,
         ).start(),
     ]
-    if sharded:  # ProviderHealth is per provider, not per Proxy: the holder of shard 0 writes it
-        loops[1].gate = lambda: elector.dispatching(0)
-    stop.wait()
-    log.info("shutting down: finishing in-flight runs (at most --drain-timeout), renewing the lease")
-    for loop in loops:
-        loop.stop_event.set()
-    manager.stop.set()
-    queue.shutdown()
-    informer.stop()
-    worker.join()  # in-flight runs drained (or cancelled after --drain-timeout); the lease was renewed
-    for loop in loops:
-        loop.stop()
-    renew_stop.set()
-    if sharded:
-        elector.stop()
-    elif elector is not None:
-        elector.release()
-    executor.close()
-    for server in servers:
-        server.shutdown()
-    if tracer_provider is not None:
-        tracer_provider.shutdown()  # the last spans are exported before the process exits
-    log.info("stopped")
-    return 0
 
 
 if __name__ == "__main__":
