@@ -8,7 +8,7 @@ metric and /readyz say it.
 
 from __future__ import annotations
 
-from ..proxy.controller import COMPONENT
+from ..proxy.status_writes import COMPONENT
 
 LEASE_API = "coordination.k8s.io/v1"
 

@@ -31,13 +31,12 @@ from . import reconciler as rec
 from .filed_answers import FiledAnswers
 from .held_keys import HeldKeys
 from .reconciler import Proxy, Reconciler
+from .status_writes import FAULT_ENV, StatusWrites
 
 log = logging.getLogger("egress_proxies_controller.proxy.controller")
-COMPONENT = "egress-proxies-controller"
 # Fault injection for the crash-safety tests: "after-create" (or -get, -delete) makes the process
 # die with SIGKILL's exit status right after such a call succeeded, before any status write;
 # "after-finalizer" right after the finalizer is written, before any create.
-FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 POP_SLACK = 0.25  # seconds after the first due key that a batch takes keys early
 
 
@@ -98,6 +97,7 @@ class ProxyController:
         self.last_progress = time.monotonic()  # the loop's heartbeat, for /healthz
         self.owns = owns  # with --shards: is the key in a shard this replica dispatches?
         self.answers = FiledAnswers()  # answers a conflict kept from their status write
+        self.writes = StatusWrites(kube, informer)  # the one writer of a Proxy's status
 
     # -- config ------------------------------------------------------------------------
 
@@ -401,7 +401,7 @@ class ProxyController:
             return
         step = reconciler.plan(Proxy.from_object(obj))
         try:
-            obj = self._commit(obj, step)
+            obj = self.writes.commit(obj, step)
         except kube_mod.Conflict:
             # Someone wrote the object since it was read: decide afresh from the new one.
             self._replan(key)
@@ -439,7 +439,7 @@ class ProxyController:
         conflict the answer is filed for the key's next reconcile and the key requeued."""
         step = reconciler.apply(Proxy.from_object(obj), action, answer)
         try:
-            latest = self._commit(obj, step)
+            latest = self.writes.commit(obj, step)
         except kube_mod.Conflict:
             self.answers.file(key, action, answer)
             self._replan(key)
@@ -507,34 +507,6 @@ class ProxyController:
             self.queue.add_after(key, step.requeue_after)
         else:
             self.queue.forget(key)
-
-    def _commit(self, obj: dict, step: rec.Step):
-        """Finalizer, then status, then Events; returns the latest object (None when gone).
-
-        The status is written with the resourceVersion of the snapshot ``step`` was decided
-        from: a conflict raises ``kube.Conflict`` (a status is never re-applied to an object it
-        was not decided from; the caller requeues). The finalizer patches re-read on a conflict:
-        adding or removing our own finalizer means the same on any version."""
-        if step.add_finalizer:
-            obj = self.kube.set_finalizer(obj, True)
-            if obj is None:
-                return None
-            if os.environ.get(FAULT_ENV, "") == "after-finalizer":
-                log.error("fault injection after-finalizer: dying before the create")
-                os._exit(137)
-            self.informer.store(obj)
-        if step.status is not None:
-            written = self.kube.write_status(obj, lambda _current: step.status, retry=False)
-            if written is not None:
-                obj = written
-                self.informer.store(obj)
-        for event_type, reason, message in step.events:
-            self.kube.event(obj, event_type, reason, message, COMPONENT)
-        if step.remove_finalizer:
-            obj = self.kube.set_finalizer(obj, False)
-            if obj is not None:
-                self.informer.store(obj)
-        return obj
 
 
 def _outcome(answer: rec.Answer) -> str:

@@ -1,0 +1,49 @@
+"""The Proxy controller's writes of one step: the finalizer, the status, the Events.
+
+The status is written with the resourceVersion of the snapshot the step was decided from and
+never retried: a conflict raises ``client.Conflict`` and the caller files the answer and
+requeues. What is written is put into the informer's cache at once (read-your-writes), so a key
+planned again before its watch event arrives is planned from what was just written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from . import reconciler as rec
+
+log = logging.getLogger("egress_proxies_controller.proxy.controller")
+COMPONENT = "egress-proxies-controller"
+FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
+
+
+class StatusWrites:
+    def __init__(self, kube, informer):
+        self.kube, self.informer = kube, informer
+
+    def commit(self, obj: dict, step: rec.Step):
+        """Finalizer, then status, then Events; returns the latest object (None when gone).
+
+        The finalizer patches re-read on a conflict: adding or removing our own finalizer means
+        the same on any version."""
+        if step.add_finalizer:
+            obj = self.kube.set_finalizer(obj, True)
+            if obj is None:
+                return None
+            if os.environ.get(FAULT_ENV, "") == "after-finalizer":
+                log.error("fault injection after-finalizer: dying before the create")
+                os._exit(137)
+            self.informer.store(obj)
+        if step.status is not None:
+            written = self.kube.write_status(obj, lambda _current: step.status, retry=False)
+            if written is not None:
+                obj = written
+                self.informer.store(obj)
+        for event_type, reason, message in step.events:
+            self.kube.event(obj, event_type, reason, message, COMPONENT)
+        if step.remove_finalizer:
+            obj = self.kube.set_finalizer(obj, False)
+            if obj is not None:
+                self.informer.store(obj)
+        return obj
