@@ -32,6 +32,9 @@ class FakeInformer:
     def cache_keys(self):
         return list(self.cache)
 
+    def objects(self):
+        return list(self.cache.values())
+
     def store(self, obj):
         key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
         old, self.cache[key] = self.cache.get(key), obj

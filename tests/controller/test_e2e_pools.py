@@ -5,6 +5,7 @@ shipped RBAC, two local providers running real Squid, real traffic through every
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -110,6 +111,22 @@ def test_a_pool_spreads_scales_publishes_and_goes_with_its_members(pools, origin
     kube_testlib.wait_for("pool gone", lambda: pools.pool("web") is None, timeout=120)
     assert pools.members("web") == []
     assert pools.instances() == [] and pools.instances(pools.second_dir) == []
+
+
+def test_a_restarted_controller_keeps_the_pools_members_and_makes_none(pools):
+    """The controller starts its pool loop after the Proxy cache synced: the loop must count the
+    members already there (before the fix a restart made every pool's members again)."""
+    pools.create_pool("web", {"replicas": 3, "template": {"port": 3128}, "spread": SPREAD})
+    pools.wait_settled("web", 3)
+    before = sorted(m["metadata"]["uid"] for m in pools.members("web"))
+    assert pools.controller.stop() == 0
+    pools.controller.start()
+    pools.controller.wait_ready()
+    pools.wait_settled("web", 3)
+    time.sleep(10)  # ten pool rounds, each with the members in the cache
+    assert sorted(m["metadata"]["uid"] for m in pools.members("web")) == before
+    pattern = r"^egress_proxies_pool_members_created_total\{[^}]*\} (\S+)$"
+    assert sum(float(v) for v in re.findall(pattern, pools.controller.metrics(), re.M)) == 0
 
 
 def _ready_count(pools: PoolE2E, name: str) -> int:

@@ -4,8 +4,12 @@ planned again (it would repeat them), until their events arrive or the expectati
 
 from __future__ import annotations
 
+import types
+
 import pytest
+from egress_proxies_controller.pool import controller as pool_reconciler
 from egress_proxies_controller.pool.expectations import Expectations
+from kubernetes import client as k8s
 
 from .pool_fakes import controller, make_ready, pool_obj, tick
 
@@ -129,3 +133,18 @@ def test_expectations_expire_and_a_forgotten_pool_waits_for_nothing():
     assert exp.satisfied("ns/p") and exp.wait_left("ns/p") == 0.0
     exp.forget("ns/q")
     assert exp.satisfied("ns/q")
+
+
+def test_a_controller_started_on_a_filled_proxy_cache_counts_the_members_there():
+    """A restart: the Proxy informer's first list went out before the pool loop was built (the
+    controller starts its loops after the cache synced), so the loop indexes the cache it joins;
+    without that it saw no member and made every pool's members again."""
+    ctl, _queue = started()
+    ctl.round()
+    make_ready(ctl)
+    kube = types.SimpleNamespace(custom=None, core=None, api_client=k8s.ApiClient(), timeout=10)
+    restarted = pool_reconciler.PoolController(
+        kube, ctl.proxies, ctl.queue, ctl.configured, ctl.metrics, None
+    )
+    made = sorted("ns/" + m["metadata"]["name"] for m in ctl.pools.created)
+    assert len(made) == 3 and restarted.members.of("ns/web") == made

@@ -98,7 +98,7 @@ class PoolController(PeriodicLoop):
         self.due = WorkQueue(base_delay=1.0, max_delay=60.0)  # pool keys, fed by events
         self.members = MemberIndex()
         self.expectations = Expectations(expectation_ttl)
-        proxy_informer.watchers.append(self._member_changed)
+        self._index_cached(proxy_informer)
         self.informer = Informer(kube, namespace, self.due.add, lister=self.pools.list_pools)
         self.publisher = Publisher(self.pools)
         self.auth = PoolAuth(self.pools)
@@ -120,6 +120,14 @@ class PoolController(PeriodicLoop):
         self.informer.stop()
         self.due.shutdown()
         super().stop(timeout)
+
+    def _index_cached(self, proxy_informer) -> None:
+        """Index what the Proxy cache already holds: the controller starts this loop after the
+        Proxy informer's first list, whose changes went out before this watcher was added (a
+        restarted controller would otherwise see no member and make every pool's again)."""
+        proxy_informer.watchers.append(self._member_changed)
+        for obj in proxy_informer.objects():
+            self.members.changed(key_of(obj), None, obj)
 
     def _member_changed(self, key: str, old: dict | None, new: dict | None) -> None:
         for pool_key in self.members.changed(key, old, new):
