@@ -85,6 +85,7 @@ def _main(argv) -> int:
     from . import kube as kube_mod
     from . import tracing
     from .executor import Executor
+    from .health_observations import HealthObservations
     from .informer import Informer
     from .leader import LeaderElector
     from .lease_reports import LeaseReports
@@ -218,6 +219,7 @@ def _main(argv) -> int:
         reports.config_problem,
     )
     readiness.config = reports.config = config
+    observations = HealthObservations()  # the health engine records, the manager's reconcile writes
     manager = Manager(
         kube,
         informer,
@@ -238,6 +240,7 @@ def _main(argv) -> int:
         report_missing=reports.missing,
         owns=sharding.owns if sharded else None,
         held=held,
+        observations=observations,
     )
     readiness.manager = manager
     informer_thread = threading.Thread(target=informer.run, name="informer", daemon=True)
@@ -285,6 +288,7 @@ def _main(argv) -> int:
             informer,
             kube,
             queue,
+            observations,
             metrics,
             interval=args.probe_interval,
             timeout=args.probe_timeout,
