@@ -5,7 +5,9 @@ decision): it records each probe here and queues the key when what status says w
 An observation names the instance it probed (the Proxy's uid, its providerID, ip and port), so
 the reconcile applies it only to the object and instance it is about: never to a Proxy deleted
 and created again under the same name, nor to an instance that moved or was replaced at another
-address. The store holds one observation per key, for the keys the engine still probes.
+address. The store holds one observation per key, for the keys the engine still probes; the
+reconcile forgets a key's once it writes that the instance is not Running, so a Squid recreated
+under the same name, id and address starts with no verdict, as it did before the store.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class HealthObservations:
     def latest(self, key: str) -> Observation | None:
         with self._lock:
             return self._latest.get(key)
+
+    def forget(self, key: str) -> None:
+        """The key's instance stopped or went away: what was seen of it applies to no other."""
+        with self._lock:
+            self._latest.pop(key, None)
 
     def retain(self, keys) -> None:
         """Forget every key but ``keys`` (the engine's targets: a Proxy no longer Running, or

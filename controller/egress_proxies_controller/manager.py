@@ -452,6 +452,8 @@ class Manager:
         if latest is None:
             self._drop(key)
             return
+        if step.status is not None and step.status.get("state") != "Running":
+            self.observations.forget(key)  # a recreated instance is probed afresh
         now = Proxy.from_object(self.informer.get(key) or latest)
         if now.generation != action.generation or now.deleting != (action.phase == rec.PHASE_FINAL):
             self._replan(key)  # the Proxy changed while its call ran: plan again from the new state

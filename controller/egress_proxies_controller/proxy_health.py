@@ -168,6 +168,15 @@ def _get(ip: str, port: int, deadline: float, url: str, authorization: str, star
         )
 
 
+def _instance(obj: dict) -> tuple | None:
+    """What an observation of ``obj`` names, (uid, providerID, ip, port); None unless Running."""
+    status = obj.get("status") or {}
+    if status.get("state") != "Running" or not status.get("ip"):
+        return None
+    port = int((obj.get("spec") or {}).get("port") or 3128)
+    return ((obj.get("metadata") or {}).get("uid") or "", status.get("providerID") or "", status["ip"], port)
+
+
 class ProxyHealthEngine(PeriodicLoop):
     name = "proxy-health"
 
@@ -204,17 +213,10 @@ class ProxyHealthEngine(PeriodicLoop):
                 or (obj.get("metadata") or {}).get("deletionTimestamp")
             ):
                 continue
-            status = obj.get("status") or {}
-            if status.get("state") == "Running" and status.get("ip"):
-                spec = obj.get("spec") or {}
-                secret = ((spec.get("auth") or {}).get("secretRef") or {}).get("name") or ""
-                instance = (
-                    (obj.get("metadata") or {}).get("uid") or "",
-                    status.get("providerID") or "",
-                    status["ip"],
-                    int(spec.get("port") or 3128),
-                )
-                out.append((key, instance, secret))
+            instance = _instance(obj)
+            if instance is not None:
+                auth = (obj.get("spec") or {}).get("auth") or {}
+                out.append((key, instance, (auth.get("secretRef") or {}).get("name") or ""))
         return out
 
     def _authorizations(self, targets: list) -> dict:
@@ -261,11 +263,12 @@ class ProxyHealthEngine(PeriodicLoop):
 
     def _record(self, key: str, observation: Observation) -> None:
         """Keep the observation; queue the key once when its verdict changed and status says
-        otherwise (no reconcile while nothing changes, none after a restart for the same verdict)."""
-        if not self.observations.record(key, observation):
+        otherwise (no reconcile while nothing changes, none after a restart for the same verdict).
+        A result about an instance the Proxy no longer names (it stopped while probed) is dropped."""
+        obj = self.informer.get(key) or {}
+        if _instance(obj) != observation.instance or not self.observations.record(key, observation):
             return
-        status = (self.informer.get(key) or {}).get("status") or {}
-        healthy = conditions.find(status.get("conditions"), COND_HEALTHY) or {}
+        healthy = conditions.find((obj.get("status") or {}).get("conditions"), COND_HEALTHY) or {}
         if (healthy.get("status"), healthy.get("reason")) == observation.verdict():
             return
         if not observation.healthy:

@@ -258,3 +258,52 @@ def test_health_never_turns_a_ready_the_reconciler_decided_otherwise(setup):
     planned = {"status": step.status}
     assert cond(planned, "Healthy")["status"] == "True"
     assert (cond(planned, "Ready")["status"], cond(planned, "Ready")["reason"]) == ("False", "QuotaExceeded")
+
+
+class StopsWhileProbed(FakeInformer):
+    """The cache as the engine reads it: the instance stops between its round's list and its
+    probe's result (the first read of a key says Running, every later one Stopped)."""
+
+    def __init__(self, kube):
+        super().__init__(kube)
+        self.reads = 0
+
+    def get(self, key):
+        obj = super().get(key)
+        self.reads += 1
+        if self.reads > 1:
+            obj["status"]["state"] = "Stopped"
+        return obj
+
+
+def test_a_result_about_an_instance_that_stopped_while_probed_is_dropped():
+    kube, queue, observations = NoWrites(), Adds(), HealthObservations()
+    running(kube, refused_port(), "True", "Reachable")
+    informer = StopsWhileProbed(kube)
+    ProxyHealthEngine(
+        informer, kube, queue, observations, Metrics(), interval=3600, timeout=2.0, concurrency=1
+    ).round()
+    assert informer.reads == 2
+    assert (observations.latest(KEY), queue.keys) == (None, [])
+
+
+def test_a_recreated_instance_starts_with_no_verdict_of_the_dead_one(setup):
+    """Same name, providerID, ip and port (the local provider's recreation): the dead Squid's
+    ConnectionRefused must not make the new one Unhealthy before it was ever probed."""
+    kube, observations, executor, m = setup
+    states = iter(["Stopped", "absent", "Running"])  # the poll, the recycle's delete, the create
+    executor.answer = lambda key, action, fields: Answer(
+        ok=True, instance={"id": PROVIDER_ID, "state": next(states), "ip": IP}
+    )
+    running(kube, 3128, "True", "Reachable")
+    observations.record(KEY, observation(3128))
+    for _step in range(3):
+        reconcile(m)
+    obj = kube.get(KEY)
+    assert [(a[KEY].op, a[KEY].phase) for a in executor.calls] == [
+        ("get", "poll"),
+        ("delete", "recycle"),
+        ("create", "create"),
+    ]
+    assert obj["status"]["state"] == "Running" and cond(obj, "Healthy") == {}
+    assert (cond(obj, "Ready")["status"], cond(obj, "Ready")["reason"]) == ("True", "Running")
