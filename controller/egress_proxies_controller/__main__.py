@@ -114,6 +114,7 @@ def _run(args) -> int:
     from .kube import client as kube_mod
     from .kube.informer import Informer
     from .proxy.controller import ProxyController
+    from .proxy.health_observations import HealthObservations
     from .readiness import Readiness
     from .telemetry import tracing
 
@@ -156,6 +157,7 @@ def _run(args) -> int:
         elector.keep(renew_stop, _exit_on_loss(log, executor, "leadership"))
     config, reports = _providers(args, kube, metrics, executor, ProvidersConfig)
     readiness.config = config
+    observations = HealthObservations()  # the health engine records, the Proxy controller writes
     manager = ProxyController(
         kube,
         informer,
@@ -170,6 +172,7 @@ def _run(args) -> int:
         report_missing=reports.missing,
         owns=sharding.owns if sharding is not None else None,
         held=held,
+        observations=observations,
     )
     readiness.manager = manager
     informer_thread = threading.Thread(target=informer.run, name="informer", daemon=True)
@@ -187,7 +190,9 @@ def _run(args) -> int:
         elector.start(_exit_on_loss(log, executor, "a shard lease"))
     worker = threading.Thread(target=manager.run, name="manager")
     worker.start()
-    loops = _loops(args, kube, metrics, informer, queue, executor, config, sharding, elector, may_act)
+    loops = _loops(
+        args, kube, metrics, informer, queue, executor, config, sharding, elector, may_act, observations
+    )
     stop.wait()
     log.info("shutting down: finishing in-flight runs (at most --drain-timeout), renewing the lease")
     for loop in loops:
@@ -314,7 +319,9 @@ def _settings(args):
     )
 
 
-def _loops(args, kube, metrics, informer, queue, executor, config, sharding, elector, may_act) -> list:
+def _loops(
+    args, kube, metrics, informer, queue, executor, config, sharding, elector, may_act, observations
+) -> list:
     """The periodic loops beside the Proxy controller, started."""
     from .loops.orphan_gc import OrphanGC
     from .loops.provider_checks import ProviderHealthMonitor
@@ -345,6 +352,7 @@ def _loops(args, kube, metrics, informer, queue, executor, config, sharding, ele
             informer,
             kube,
             queue,
+            observations,
             metrics,
             **_flags(args, "interval", "timeout", "concurrency", "url", prefix="probe_"),
             owns=sharding.owns if sharding is not None else None,

@@ -540,20 +540,30 @@ def test_a_killed_squid_turns_unhealthy_then_not_ready_and_is_recreated(e2e):
     with open(os.path.join(e2e.state_dir, "instances", name, "process.json")) as handle:
         pid = json.load(handle)["pid"]
     os.kill(pid, 9)
-    seen = set()
+    seen = set()  # (Ready's status, its reason) as the reconcile wrote them
+
+    def fragile():
+        return e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, "fragile")
 
     def recovered():
-        obj = e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, "fragile")
-        seen.add((condition(obj, "Healthy").get("status"), condition(obj, "Ready").get("reason")))
-        ready = condition(obj, "Ready").get("status") == "True"
-        return (
-            obj
-            if (ready and ("False", "Unhealthy") in seen) or (ready and ("False", "Stopped") in seen)
-            else None
-        )
+        obj = fragile()
+        ready = condition(obj, "Ready")
+        seen.add((ready.get("status"), ready.get("reason")))
+        # Whichever saw the dead Squid first, a probe (Unhealthy) or a poll (Stopped), the
+        # reconcile turned Ready False before the instance was recreated.
+        not_ready = {("False", "Unhealthy"), ("False", "Stopped")} & seen
+        return obj if ready.get("status") == "True" and not_ready else None
 
     obj = kube_testlib.wait_for("unhealthy, then recreated and Ready", recovered, 90, interval=0.2)
-    assert any(ready == "False" for _h, ready in [(h, "False") for h, _r in seen])
+    # The new Squid is probed afresh: no observation of the dead one keeps it unhealthy.
+    kube_testlib.wait_for(
+        "the new Squid probed healthy",
+        lambda: (
+            condition(fragile(), "Healthy").get("status") == "True"
+            and condition(fragile(), "Ready").get("status") == "True"
+        ),
+        30,
+    )
     assert obj["status"]["providerID"] == first["status"]["providerID"]  # same name, new Squid
     with open(os.path.join(e2e.state_dir, "instances", name, "process.json")) as handle:
         assert json.load(handle)["pid"] != pid

@@ -1,13 +1,15 @@
 """The health engine <-> proxy link under faults (controller column; ``faults.health_rig``).
 
 Each cell: a Proxy whose instance (a real Squid with auth) sits behind a Toxiproxy link, Healthy
-before the fault; probe rounds during the fault; the link healed; rounds until Healthy again (the
-recovery time, from the heal). During the fault the Proxy must be what docs/controller.md says
-(unhealthy with the fault's reason and Ready False ``Unhealthy``, or still Healthy for a link
-that is only slow), every round back within the probe timeout plus the calls' grace (a probe
-bounded by its deadline, not by each read), no ``PermanentError``, the key queued for the
-reconciler when unhealthy, the instance untouched (same providerID, one instance of its uid,
-its Squid alive), and the password in no status, Event, log line or Toxiproxy log.
+before the fault; probe rounds during the fault, each followed by the reconcile the engine queued
+(the manager, the one writer of Healthy and Ready); the link healed; rounds until Healthy again
+(the recovery time, from the heal). During the fault the Proxy must be what docs/controller.md
+says (unhealthy with the fault's reason and Ready False ``Unhealthy``, or still Healthy for a
+link that is only slow), every round back within the probe timeout plus the calls' grace (a
+probe bounded by its deadline, not by each read), no ``PermanentError``, the instance read by
+the reconciler when unhealthy, the instance untouched (same providerID, no delete asked, one
+instance of its uid, its Squid alive), and the password in no status, Event, log line or
+Toxiproxy log.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ def rig(env) -> HealthRig:
     return env.health_rig
 
 
-def bounded_round(r: HealthRig, outcome: Outcome) -> float:
-    """One engine round, in a thread given the probe timeout plus the calls' grace."""
+def bounded_round(r: HealthRig, outcome: Outcome, key: str) -> float:
+    """One engine round, in a thread given the probe timeout plus the calls' grace; then the
+    reconcile it queued (if any) is waited for."""
     box = {}
 
     def work():
@@ -74,6 +77,7 @@ def bounded_round(r: HealthRig, outcome: Outcome) -> float:
         thread.join(600)
     elif "error" in box:
         outcome.check(["a probe round raised %r" % box["error"]])
+    r.settle(key)
     return seconds
 
 
@@ -106,20 +110,20 @@ def probed_through_link(env, scenario) -> Outcome:
         pid_before = r.backend.squid_pids()
         deadline = time.monotonic() + HEALED_WITHIN
         while healthy(r.proxy(probed.name)).get("status") != "True" and time.monotonic() < deadline:
-            bounded_round(r, outcome)
+            bounded_round(r, outcome, key)
         outcome.check(_conditions_ok(r.proxy(probed.name), {"Reachable"}, False))
         want = EXPECTED[scenario.name]
         unhealthy = want != {"Reachable"}
-        take(r)  # what the reconciler would have taken by now
+        reads = r.reads(key)
         with scenario.inject(env) as injected:
             outcome.faults = injected
             for _round in range(ROUNDS):
-                bounded_round(r, outcome)
+                bounded_round(r, outcome, key)
             obj = r.proxy(probed.name)
             outcome.check(_conditions_ok(obj, want, unhealthy))
             if unhealthy:
-                queued = key in take(r)
-                outcome.check([] if queued else ["%s not queued for the reconciler while unhealthy" % key])
+                read = r.reads(key) > reads
+                outcome.check([] if read else ["the reconciler did not read the instance while unhealthy"])
                 warned = [e for e in r.events(probed) if e[:2] == ("Warning", "Unhealthy")]
                 outcome.check([] if warned else ["no Unhealthy Event while unhealthy"])
         healed = time.monotonic()
@@ -127,7 +131,7 @@ def probed_through_link(env, scenario) -> Outcome:
             healthy(r.proxy(probed.name)).get("status") != "True"
             and time.monotonic() < healed + HEALED_WITHIN
         ):
-            bounded_round(r, outcome)
+            bounded_round(r, outcome, key)
         outcome.recovery_seconds = round(time.monotonic() - healed, 2)
         after = r.proxy(probed.name)
         outcome.check(_conditions_ok(after, {"Reachable"}, False))
@@ -143,20 +147,13 @@ def probed_through_link(env, scenario) -> Outcome:
     return outcome
 
 
-def take(r: HealthRig) -> list:
-    """Every key due in the engine's queue, taken and done (as the reconciler's worker would)."""
-    keys = r.queue.pop_due(1000, 0)
-    for key in keys:
-        r.queue.done(key)
-    return keys
-
-
 def _records(r: HealthRig) -> list:
     return LocalTarget.records(r)  # reads only r.backend.instances_dir
 
 
 def _check_instance(r: HealthRig, probed, after: dict, pid_before: list, outcome: Outcome) -> None:
-    """The engine never touches the instance: same providerID, one instance, its Squid alive."""
+    """Health never touches the instance: same providerID, no delete asked, one instance, its
+    Squid alive."""
     status = after.get("status") or {}
     outcome.check(
         []
@@ -166,6 +163,8 @@ def _check_instance(r: HealthRig, probed, after: dict, pid_before: list, outcome
             % (status.get("state"), status.get("providerID"), probed.provider_id)
         ]
     )
+    deletes = r.deletes(r.key(probed))
+    outcome.check([] if deletes == 0 else ["the reconciler asked %d deletes of the instance" % deletes])
     uids = [u for _n, u, _i in _records(r)]
     outcome.check([] if len(uids) == 1 else ["%d instances on the backend, not 1" % len(uids)])
     outcome.check([] if r.backend.squid_pids() == pid_before else ["the Squid was restarted or killed"])
@@ -175,7 +174,7 @@ def _check_secret(r: HealthRig, probed, after: dict, outcome: Outcome) -> None:
     texts = {
         "status": json.dumps(after.get("status")),
         "events": repr(r.events(probed)),
-        "engine log": "\n".join(r.log.lines),
+        "controller log": "\n".join(r.log.lines),
         "toxiproxy log": r.env.toxiproxy_log(),
     }
     outcome.check(["the password is in the %s" % w for w, t in texts.items() if probed.password in t])

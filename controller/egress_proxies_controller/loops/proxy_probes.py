@@ -1,4 +1,4 @@
-"""The proxy health engine: probes every Running Proxy itself and writes its ``Healthy`` condition.
+"""The proxy health engine: probes every Running Proxy and records what it saw; it writes nothing.
 
 A probe is a TCP connect to ip:port and, when a probe URL is configured, an HTTP GET of that URL
 through the proxy; the result is ``Healthy`` (reasons ``Reachable``, ``ConnectionRefused``,
@@ -7,9 +7,12 @@ probed with its Secret's credentials, read once per round, so a 407 means they w
 could not be read, and ``AuthNotEnforced`` when the same GET without credentials is served
 instead of answered 407: a proxy whose configuration ignored its auth turns not Ready at its
 first probe) and a latency histogram. Probes run concurrently with a bound, so a round of 1000
-proxies fits in one interval on two cores (bench/probe_round.py). ``Ready`` means Running and
-Healthy: an unhealthy proxy's Ready turns False, and its key is queued so the reconciler reads
-the instance at once (a dead Squid reads as Stopped and is recreated).
+proxies fits in one interval on two cores (bench/probe_round.py).
+Each result is recorded in the ``HealthObservations`` the manager reads (health_observations.py),
+with the instance it probed; a key is queued only when its verdict changed and differs from what
+status says, so a round over 1000 healthy proxies queues none. The reconcile of that key writes
+``Healthy`` and ``Ready`` (Running and Healthy) and, for an unhealthy proxy, reads the instance
+at once (a dead Squid reads as Stopped and is recreated): one writer of ``Ready``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import urllib.parse
 from .. import api
 from ..kube import conditions
 from ..proxy import auth_secret
+from ..proxy.health_observations import HealthObservations, Observation
 from .periodic import PeriodicLoop
 
 log = logging.getLogger("egress_proxies_controller.loops.proxy_probes")
@@ -166,23 +170,13 @@ def _get(ip: str, port: int, deadline: float, url: str, authorization: str, star
         )
 
 
-def with_health(status: dict, result: ProbeResult, generation: int, now: str) -> dict:
-    """``status`` with Healthy set and Ready recomputed as Running and Healthy."""
-    out = dict(status)
-    conds = conditions.set_condition(
-        out.get("conditions"), COND_HEALTHY, result.healthy, result.reason, result.message, generation, now
-    )
-    running = out.get("state") == "Running" and out.get("ip")
-    if running and result.healthy:
-        conds = conditions.set_condition(
-            conds, api.COND_READY, True, "Running", "proxy is running at %s" % out["ip"], generation, now
-        )
-    elif running:
-        conds = conditions.set_condition(
-            conds, api.COND_READY, False, "Unhealthy", result.message, generation, now
-        )
-    out["conditions"] = conds
-    return out
+def _instance(obj: dict) -> tuple | None:
+    """What an observation of ``obj`` names, (uid, providerID, ip, port); None unless Running."""
+    status = obj.get("status") or {}
+    if status.get("state") != "Running" or not status.get("ip"):
+        return None
+    port = int((obj.get("spec") or {}).get("port") or 3128)
+    return ((obj.get("metadata") or {}).get("uid") or "", status.get("providerID") or "", status["ip"], port)
 
 
 class ProxyHealthEngine(PeriodicLoop):
@@ -193,6 +187,7 @@ class ProxyHealthEngine(PeriodicLoop):
         informer,
         kube,
         queue,
+        observations: HealthObservations,
         metrics,
         *,
         interval: float,
@@ -203,11 +198,14 @@ class ProxyHealthEngine(PeriodicLoop):
     ):
         super().__init__(interval, 0.0, initial_delay=min(interval, 2.0))
         self.informer, self.kube, self.queue, self.metrics = informer, kube, queue, metrics
+        self.observations = observations
         self.timeout, self.concurrency, self.url = timeout, concurrency, url
         self.last_round_seconds = 0.0
         self.owns = owns  # with --shards: probe only the Proxies of the shards held here
 
     def targets(self) -> list:
+        """``(key, instance, Secret name)`` of every Running Proxy; ``instance`` is what an
+        observation names: (uid, providerID, ip, port)."""
         out = []
         for key in self.informer.cache_keys():
             obj = self.informer.get(key)
@@ -217,11 +215,10 @@ class ProxyHealthEngine(PeriodicLoop):
                 or (obj.get("metadata") or {}).get("deletionTimestamp")
             ):
                 continue
-            status = obj.get("status") or {}
-            if status.get("state") == "Running" and status.get("ip"):
-                spec = obj.get("spec") or {}
-                secret = ((spec.get("auth") or {}).get("secretRef") or {}).get("name") or ""
-                out.append((key, status["ip"], int(spec.get("port") or 3128), secret))
+            instance = _instance(obj)
+            if instance is not None:
+                auth = (obj.get("spec") or {}).get("auth") or {}
+                out.append((key, instance, (auth.get("secretRef") or {}).get("name") or ""))
         return out
 
     def _authorizations(self, targets: list) -> dict:
@@ -231,7 +228,7 @@ class ProxyHealthEngine(PeriodicLoop):
         out = {}
         if not self.url:
             return out
-        for key, _ip, _port, secret in targets:
+        for key, _instance, secret in targets:
             ref = (key.split("/", 1)[0], secret)
             if not secret or ref in out:
                 continue
@@ -248,8 +245,9 @@ class ProxyHealthEngine(PeriodicLoop):
         headers = self._authorizations(targets)
 
         def one(target):
-            key, ip, port, secret = target
+            key, instance, secret = target
             header = headers.get((key.split("/", 1)[0], secret), "") if secret else ""
+            _uid, _provider_id, ip, port = instance
             return probe(ip, port, self.timeout, self.url, header)
 
         with concurrent.futures.ThreadPoolExecutor(
@@ -258,36 +256,23 @@ class ProxyHealthEngine(PeriodicLoop):
             results = list(pool.map(one, targets))
         self.last_round_seconds = time.monotonic() - started
         self.metrics.probe_round_seconds.set(self.last_round_seconds)
-        for (key, _ip, _port, _secret), result in zip(targets, results, strict=True):
+        self.observations.retain(key for key, _instance, _secret in targets)
+        for (key, instance, _secret), result in zip(targets, results, strict=True):
             self.metrics.probe_seconds.labels("healthy" if result.healthy else "unhealthy").observe(
                 result.seconds
             )
-            self._record(key, result)
+            self._record(key, Observation(*instance, result.healthy, result.reason, result.message))
 
-    def _record(self, key: str, result: ProbeResult) -> None:
-        obj = self.informer.get(key)
-        if obj is None:
+    def _record(self, key: str, observation: Observation) -> None:
+        """Keep the observation; queue the key once when its verdict changed and status says
+        otherwise (no reconcile while nothing changes, none after a restart for the same verdict).
+        A result about an instance the Proxy no longer names (it stopped while probed) is dropped."""
+        obj = self.informer.get(key) or {}
+        if _instance(obj) != observation.instance or not self.observations.record(key, observation):
             return
-        previous = conditions.find((obj.get("status") or {}).get("conditions"), COND_HEALTHY) or {}
-        unchanged = (
-            previous.get("status") == ("True" if result.healthy else "False")
-            and previous.get("reason") == result.reason
-        )
-        if unchanged:
-            return  # no status churn while nothing changes
-        generation = int((obj.get("metadata") or {}).get("generation") or 0)
-        now = conditions.now_rfc3339()
-        written = self.kube.write_status(
-            obj,
-            lambda current: (
-                with_health(current.get("status") or {}, result, generation, now)
-                if (current.get("status") or {}).get("state") == "Running"
-                else None
-            ),
-        )
-        if written is not None:
-            self.informer.store(written)
-        if not result.healthy:
-            log.info("proxy %s unhealthy: %s", key, result.message)
-            self.kube.event(obj, "Warning", "Unhealthy", result.message, "egress-proxies-controller")
-            self.queue.add(key)  # let the reconciler read the instance now
+        healthy = conditions.find((obj.get("status") or {}).get("conditions"), COND_HEALTHY) or {}
+        if (healthy.get("status"), healthy.get("reason")) == observation.verdict():
+            return
+        if not observation.healthy:
+            log.info("proxy %s unhealthy: %s", key, observation.message)
+        self.queue.add(key)  # its reconcile writes Healthy and Ready, and reads the instance

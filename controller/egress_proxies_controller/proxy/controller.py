@@ -13,6 +13,9 @@ polls come due in rounds per provider (``poll_rounds``), so one run answers a wh
 A key is held by exactly one batch, run or waiting list at a time (the queue guarantees one
 reconcile per key; a failed batch lets go only of the keys it still holds). No run starts while
 ``may_act()`` is False (this replica may no longer lead).
+The manager is the one writer of a Proxy's status, ``Healthy`` and ``Ready`` included: the health
+engine only records its probes in ``observations`` and queues a key whose verdict changed; each
+plan and each answer here reads the key's latest observation.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..telemetry import tracing
 from . import poll_rounds, run_inputs
 from . import reconciler as rec
 from .filed_answers import FiledAnswers
+from .health_observations import HealthObservations
 from .held_keys import HeldKeys
 from .reconciler import Proxy, Reconciler
 from .status_writes import FAULT_ENV, StatusWrites
@@ -63,6 +67,7 @@ class ProxyController:
         report_missing=None,
         owns=None,
         held: HeldKeys | None = None,
+        observations: HealthObservations | None = None,
     ):
         self.kube, self.informer, self.queue, self.executor = kube, informer, queue, executor
         self.settings = settings
@@ -98,6 +103,7 @@ class ProxyController:
         self.owns = owns  # with --shards: is the key in a shard this replica dispatches?
         self.answers = FiledAnswers()  # answers a conflict kept from their status write
         self.writes = StatusWrites(kube, informer)  # the one writer of a Proxy's status
+        self.observations = observations or HealthObservations()  # the health engine's, shared
 
     # -- config ------------------------------------------------------------------------
 
@@ -399,7 +405,7 @@ class ProxyController:
         if filed is not None:  # an answer its status write could not record yet: recorded first
             self._apply_to(key, obj, *filed, reconciler)
             return
-        step = reconciler.plan(Proxy.from_object(obj))
+        step = reconciler.plan(Proxy.from_object(obj), self.observations.latest(key))
         try:
             obj = self.writes.commit(obj, step)
         except kube_mod.Conflict:
@@ -437,7 +443,7 @@ class ProxyController:
     ) -> None:
         """Record ``answer`` on ``obj`` (one snapshot, written with its resourceVersion). On a
         conflict the answer is filed for the key's next reconcile and the key requeued."""
-        step = reconciler.apply(Proxy.from_object(obj), action, answer)
+        step = reconciler.apply(Proxy.from_object(obj), action, answer, self.observations.latest(key))
         try:
             latest = self.writes.commit(obj, step)
         except kube_mod.Conflict:
@@ -447,6 +453,8 @@ class ProxyController:
         if latest is None:
             self._drop(key)
             return
+        if step.status is not None and step.status.get("state") != "Running":
+            self.observations.forget(key)  # a recreated instance is probed afresh
         now = Proxy.from_object(self.informer.get(key) or latest)
         if now.generation != action.generation or now.deleting != (action.phase == rec.PHASE_FINAL):
             self._replan(key)  # the Proxy changed while its call ran: plan again from the new state

@@ -35,13 +35,18 @@ Guarantees:
   survives a restart; deleted first, created once gone);
 * a create that finds this Proxy's instance (made before a crash) listening on another port than
   the spec's (edited since) is answered Permanent with reason PortFixedAtCreation: replaced the
-  same way, never latched.
+  same way, never latched;
+* ``Ready`` means Running and Healthy, and only the reconcile writes either: ``Healthy`` comes
+  from the health engine's latest observation of this very instance (health_observations.py),
+  applied when the engine queued the key (before its poll runs) and to every answer; health
+  turns Ready only between ``Running`` and ``Unhealthy``, never over another reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 
 # collection first: it makes the collection's module_utils importable (collection.py)
 from .. import collection  # noqa: F401  # pylint: disable=unused-import
@@ -49,6 +54,7 @@ from .. import collection  # noqa: F401  # pylint: disable=unused-import
 # isort: split
 from .. import api
 from ..kube import conditions
+from .health_observations import Observation
 from .model import (
     CREATE,
     DELETE,
@@ -72,6 +78,22 @@ from .model import (
 
 # isort: split
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
+
+#: the Ready reasons the health verdict chooses between; any other (Replacing, Retrying, ...) is
+#: the reconciler's own decision and health leaves it
+HEALTH_DECIDES = ("Running", "Unhealthy")
+
+
+def _ready_of_running(status: dict, gen: int, now: str) -> tuple:
+    """``(conditions, ready)`` of a Running instance: Ready means Running and Healthy (a proxy
+    not probed yet counts as healthy)."""
+    conds = status.get("conditions")
+    healthy = conditions.find(conds, api.COND_HEALTHY)
+    if healthy is not None and healthy.get("status") == "False":
+        message = healthy.get("message", "")
+        return conditions.set_condition(conds, api.COND_READY, False, "Unhealthy", message, gen, now), False
+    message = "proxy is running at %s" % status.get("ip")
+    return conditions.set_condition(conds, api.COND_READY, True, "Running", message, gen, now), True
 
 
 def _gone(answer: Answer) -> bool:
@@ -124,7 +146,8 @@ class Reconciler:
             return True
         return any(self.changed_at.get(p, 0.0) >= since for p in (proxy.spec.provider, proxy.made_by))
 
-    def plan(self, proxy: Proxy) -> Step:
+    def plan(self, proxy: Proxy, health: Observation | None = None) -> Step:
+        """``health``: the engine's latest observation of the Proxy's key (None: none yet)."""
         if proxy.deleting:
             return self._plan_deletion(proxy)
         step = Step(add_finalizer=api.FINALIZER not in proxy.finalizers)
@@ -170,7 +193,21 @@ class Reconciler:
             # a rotated Secret reaches a running instance without a watch on Secrets.
             op = CREATE if proxy.spec.auth_secret else GET
             step.action = self._action(proxy, op, PHASE_POLL, proxy.made_by, provider_id)
+            self._health_before_poll(proxy, step, health)
         return step
+
+    def _health_before_poll(self, proxy: Proxy, step: Step, health: Observation | None) -> None:
+        """A new verdict of the health engine is written with the plan, before the poll it
+        queued runs (an unhealthy proxy is not Ready while its instance is read)."""
+        before = step.status if step.status is not None else proxy.status
+        status, now = dict(before), self._now()
+        events = self._probed(proxy, status, health, proxy.generation, now)
+        ready = conditions.find(status.get("conditions"), api.COND_READY) or {}
+        if status.get("state") == "Running" and ready.get("reason") in HEALTH_DECIDES:
+            status["conditions"], _ready = _ready_of_running(status, proxy.generation, now)
+        if status != before:
+            step.status = status
+            step.events.extend(events)
 
     def _plan_replacement(self, proxy: Proxy, step: Step) -> Step:
         """Delete the old instance on the provider that made it; create only once it is gone."""
@@ -229,11 +266,12 @@ class Reconciler:
 
     # -- apply -------------------------------------------------------------------------
 
-    def apply(self, proxy: Proxy, action: Action, answer: Answer) -> Step:
-        """``proxy`` is the object now; ``action`` says which snapshot the answer is about."""
+    def apply(self, proxy: Proxy, action: Action, answer: Answer, health: Observation | None = None) -> Step:
+        """``proxy`` is the object now; ``action`` says which snapshot the answer is about;
+        ``health`` the engine's latest observation of the key."""
         handler = {
-            PHASE_CREATE: self._after_create,
-            PHASE_POLL: self._after_poll,
+            PHASE_CREATE: functools.partial(self._after_create, health=health),
+            PHASE_POLL: functools.partial(self._after_poll, health=health),
             PHASE_RECYCLE: self._after_recycle,
             PHASE_REPLACE: self._after_replace,
             PHASE_FINAL: self._after_final,
@@ -251,7 +289,7 @@ class Reconciler:
     def _generation(proxy: Proxy, action: Action) -> int:
         return action.generation or proxy.generation
 
-    def _after_create(self, proxy, action, answer) -> Step:
+    def _after_create(self, proxy, action, answer, health: Observation | None) -> Step:
         gen = self._generation(proxy, action)
         if answer.reason == api.REASON_SECRET_UNAVAILABLE:
             return self._secret_unavailable(proxy, answer, gen, ready=False)
@@ -274,7 +312,7 @@ class Reconciler:
             specHash=action.spec_hash or proxy.spec.hash(),
             provider=action.provider,
         )
-        step = self._observed(proxy, status, instance, gen)
+        step = self._observed(proxy, status, instance, gen, health)
         step.events.append(
             ("Normal", "Created", "created %s on provider %s" % (instance.get("id"), action.provider))
         )
@@ -282,14 +320,14 @@ class Reconciler:
             step.requeue_after = self.settings.requeue_now  # first poll soon; then provisioning_poll
         return step
 
-    def _after_poll(self, proxy, action, answer) -> Step:
+    def _after_poll(self, proxy, action, answer, health: Observation | None) -> Step:
         gen = self._generation(proxy, action)
         if answer.reason == api.REASON_SECRET_UNAVAILABLE:  # it keeps serving its last credentials
             return self._secret_unavailable(proxy, answer, gen, ready=None)
         if answer.ok and (answer.instance or {}).get("state") != "absent":
             status = dict(proxy.status)
             status.setdefault("provider", action.provider)
-            step = self._observed(proxy, status, answer.instance, gen)
+            step = self._observed(proxy, status, answer.instance, gen, health)
             if action.op == CREATE and (answer.instance or {}).get("changed"):
                 step.events.append(
                     (
@@ -499,7 +537,22 @@ class Reconciler:
         )
         return status
 
-    def _observed(self, proxy, status: dict, instance: dict, gen: int) -> Step:
+    def _probed(self, proxy: Proxy, status: dict, health: Observation | None, gen: int, now: str) -> list:
+        """Set ``status``'s Healthy from ``health`` when it is about the instance ``status``
+        names (never another object's or an older instance's); returns the Unhealthy Event of
+        a new unhealthy verdict."""
+        if health is None or not health.about(proxy.uid, status, proxy.spec.port):
+            return []
+        before = conditions.find(proxy.status.get("conditions"), api.COND_HEALTHY) or {}
+        healthy, reason, message = health.healthy, health.reason, health.message
+        status["conditions"] = conditions.set_condition(
+            status.get("conditions"), api.COND_HEALTHY, healthy, reason, message, gen, now
+        )
+        if health.healthy or (before.get("status"), before.get("reason")) == health.verdict():
+            return []
+        return [("Warning", "Unhealthy", health.message)]
+
+    def _observed(self, proxy, status: dict, instance: dict, gen: int, health: Observation | None) -> Step:
         state = instance.get("state", "")
         status.update(
             state=state,
@@ -509,6 +562,7 @@ class Reconciler:
         if state != "Running":  # a new or restarted instance is probed afresh
             status["conditions"] = conditions.without(status.get("conditions"), api.COND_HEALTHY)
         now = self._now()
+        probe_events = self._probed(proxy, status, health, gen, now)
         conds = status.get("conditions")
         conds = conditions.set_condition(conds, api.COND_QUOTA, False, "QuotaAvailable", "", gen, now)
         conds = conditions.set_condition(conds, api.COND_PERMANENT, False, "NoError", "", gen, now)
@@ -518,23 +572,17 @@ class Reconciler:
             conds = conditions.set_condition(conds, api.COND_CREDENTIALS, True, "Applied", message, gen, now)
         else:
             conds = conditions.without(conds, api.COND_CREDENTIALS)
-        step = Step()
+        step = Step(events=probe_events)
         was_ready = conditions.is_true(proxy.status.get("conditions"), api.COND_READY)
-        healthy = conditions.find(conds, api.COND_HEALTHY)
-        if state == "Running" and healthy is not None and healthy.get("status") == "False":
-            # Ready means Running and Healthy: the health engine saw this proxy fail.
-            conds = conditions.set_condition(
-                conds, api.COND_READY, False, "Unhealthy", healthy.get("message", ""), gen, now
-            )
-            step.requeue_after = self.settings.provisioning_poll
-        elif state == "Running":
-            conds = conditions.set_condition(
-                conds, api.COND_READY, True, "Running", "proxy is running at %s" % status["ip"], gen, now
-            )
-            step.requeue_after = self.settings.running_poll
-            step.poll_round = status.get("provider") or proxy.spec.provider
-            if not was_ready:
-                step.events.append(("Normal", "Ready", "proxy is running at %s" % status["ip"]))
+        if state == "Running":
+            conds, ready = _ready_of_running(dict(status, conditions=conds), gen, now)
+            if not ready:  # the health engine saw this proxy fail: read it again soon
+                step.requeue_after = self.settings.provisioning_poll
+            else:
+                step.requeue_after = self.settings.running_poll
+                step.poll_round = status.get("provider") or proxy.spec.provider
+                if not was_ready:
+                    step.events.append(("Normal", "Ready", "proxy is running at %s" % status["ip"]))
         elif state == "Provisioning":
             conds = conditions.set_condition(
                 conds, api.COND_READY, False, "Provisioning", "the instance is starting", gen, now
