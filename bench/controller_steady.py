@@ -157,28 +157,27 @@ def churn(custom, namespace: str, count: int, hold_seconds: float, prefix: str) 
     return {"count": count, "seconds": None}
 
 
-def progress(ready, count: int, what: str):
-    """A probe for ``wait_for`` that is true once ``ready()`` reaches ``count``, printing how many
-    are Ready once a minute (10,000 Proxies take many minutes to come up here)."""
+def progress(state, count: int, what: str):
+    """A probe for ``wait_for`` that is true once ``state()`` is ``count`` Ready of ``count``,
+    printing the Ready once a minute (10,000 Proxies take minutes to come up here)."""
     started, last = time.monotonic(), [0.0]
 
     def probe() -> bool:
-        done = ready()
+        ready, total = state()
         elapsed = time.monotonic() - started
         if elapsed - last[0] >= 60:
-            print("  %s: %d of %d Ready after %.0fs" % (what, done, count, elapsed), flush=True)
+            print("  %s: %d Ready of %d Proxies after %.0fs" % (what, ready, total, elapsed), flush=True)
             last[0] = elapsed
-        return done == count
+        return ready == total == count
 
     return probe
 
 
-def held_ready(custom, namespace: str) -> int:
-    """Ready Proxies, or -1 while any is being deleted (a pool's surplus, a churn's leftovers):
-    the fleet is held when exactly N are Ready and nothing else is there."""
+def fleet_state(custom, namespace: str) -> tuple:
+    """(Ready Proxies, Proxies): the fleet is held when both are N (no pool surplus, no churn
+    leftovers being deleted)."""
     items = e2e_lib.proxies(custom, namespace)
-    ready = sum(1 for o in items if e2e_lib.is_ready(o))
-    return ready if ready == len(items) else -1
+    return sum(1 for o in items if e2e_lib.is_ready(o)), len(items)
 
 
 def create_pools(custom, namespace: str, count: int, pools: int) -> None:
@@ -229,7 +228,7 @@ def bring_up(population: dict, args) -> None:
         create_proxies(custom, namespace, args.count, "s%05d")
     kube_testlib.wait_for(
         "all Ready",
-        progress(lambda: held_ready(custom, namespace), args.count, kind),
+        progress(lambda: fleet_state(custom, namespace), args.count, kind),
         timeout=max(1800, args.count * 0.3),
         interval=max(2, args.count / 1000),
     )
@@ -293,12 +292,12 @@ def hold(admin, population: dict, proc, tree: dict, variant: str, args) -> dict:
     namespace, custom = population["namespace"], population["custom"]
     row = {"population": population["kind"], "tree": tree["label"], "variant": variant}
     time.sleep(args.settle)
-    if held_ready(custom, namespace) != args.count:
-        items, metrics = e2e_lib.proxies(custom, namespace), proc.metrics()
+    ready, total = fleet_state(custom, namespace)
+    if not ready == total == args.count:
         row["not_held"] = "%d Proxies, %d Ready, %d pool member writes, %d s after the start" % (
-            len(items),
-            sum(1 for o in items if e2e_lib.is_ready(o)),
-            pool_member_writes(metrics),
+            total,
+            ready,
+            pool_member_writes(proc.metrics()),
             args.settle,
         )
         print("  %s, %s, %s: not held: %s" % (population["kind"], tree["label"], variant, row["not_held"]))
