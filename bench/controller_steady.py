@@ -1,10 +1,19 @@
 """Benchmark: N Running Proxies held by the controller, what that costs per minute.
 
-Starts the test control plane with kwok, creates N Proxies on the kubernetes provider, waits
-until all are Ready, then holds them for ``--hold`` seconds with the Running poll at
-``--running-poll`` and measures, for each of ``--variants`` (``rounds``: this controller, every
-Running Proxy of a provider polled in one round per interval; ``spread``: ``--no-poll-rounds``,
-each Proxy polled one interval after its last answer, as before issue 18's rounds):
+Starts the test control plane with kwok and brings N Proxies on the kubernetes provider to
+Ready (the fleet). Each measurement has a controller of its own on the held fleet, lets it
+settle (``--settle``: its first list and poll round), then holds for ``--hold`` seconds with the
+Running poll at ``--running-poll``, for each of ``--variants`` (``rounds``: this controller,
+every Running Proxy of a provider polled in one round per interval; ``spread``:
+``--no-poll-rounds``, each Proxy polled one interval after its last answer, as before issue
+18's rounds). With ``--pools P`` (issue 30) a second fleet holds the same N Proxies as the
+members of P ProxyPools of N/P each (the pools create them), so the two fleets differ only in
+the pools; with ``--base REV`` every fleet is measured with REV's controller too
+(``bench/base_tree.py``: REV's tree run with this venv). Each fleet is brought up by the first
+measurement's controller (this tree's), which is then measured on it; every later measurement
+restarts the controller on the held fleet, and one that does not find the fleet held after the
+settle ends that fleet's measurements with what it found. It prints, per fleet, tree and
+variant:
 
 * controller CPU (its own plus every child it waited for: ansible-runner, ansible-playbook and
   the modules) as cores on average over the hold, and peak RSS;
@@ -17,10 +26,15 @@ each Proxy polled one interval after its last answer, as before issue 18's round
   ``apiserver_request_total``: every client, its modules included), and the controller's own
   (its ``rest_client_requests_total``);
 * with ``--churn F``: a third into the hold, F of the Proxies deleted and as many new ones
-  created, and the seconds until every new one is Ready (the issue asks 2 minutes at most).
+  created, and the seconds until every new one is Ready (the issue asks 2 minutes at most);
+* the pools' member creates and deletes during the hold (none while nothing changes);
+
+and the CPU ratios: the last variant over the first, pools over plain Proxies, this tree over
+REV.
 
 Usage: .venv/bin/python bench/controller_steady.py [--count 1000] [--hold 120] [--running-poll 60]
-       [--variants rounds,spread] [--min-batch-interval 0] [--churn 0.1]
+       [--variants rounds,spread] [--min-batch-interval 0] [--churn 0.1] [--settle 90]
+       [--pools 100] [--base main]
 """
 
 from __future__ import annotations
@@ -36,6 +50,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
 
+import base_tree  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from controller_scale import (  # noqa: E402
     cpu_seconds,
@@ -43,7 +58,6 @@ from controller_scale import (  # noqa: E402
     kwok_plane,
     kwok_providers,
     peak_rss_mib,
-    ready_count,
     runner_runs,
 )
 from kubernetes import client as k8s  # noqa: E402
@@ -103,6 +117,8 @@ def api_requests(admin) -> dict:
 
 
 VARIANTS = {"rounds": [], "spread": ["--no-poll-rounds"]}
+GROUP, VERSION = "crawl.example.com", "v1alpha1"
+THIS = "this tree"
 
 
 def controller_requests(metrics: str) -> float:
@@ -110,24 +126,30 @@ def controller_requests(metrics: str) -> float:
     return sum(float(v) for v in re.findall(r"^rest_client_requests_total\{[^}]*\} (\S+)$", metrics, re.M))
 
 
-def churn(custom, namespace: str, count: int, hold_seconds: float) -> dict:
-    """A third into the hold, delete ``count`` held Proxies and create ``count`` new ones; returns
-    the seconds until every new one was Ready (None when not within the rest of the hold)."""
+def churn(custom, namespace: str, count: int, hold_seconds: float, prefix: str) -> dict:
+    """A third into the hold, delete ``count`` held Proxies and create ``count`` new ones named
+    ``prefix``; returns the seconds until every new one was Ready (None when not within the rest
+    of the hold). The fleet stays N Proxies, so the next measurement holds as many."""
     time.sleep(hold_seconds / 3)
     started = time.monotonic()
+    held = sorted(
+        o["metadata"]["name"]
+        for o in e2e_lib.proxies(custom, namespace)
+        if not o["metadata"].get("deletionTimestamp")
+    )
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(
             pool.map(
-                lambda i: custom.delete_namespaced_custom_object(
-                    "crawl.example.com", "v1alpha1", namespace, "proxies", "s%05d" % i
+                lambda name: custom.delete_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "proxies", name
                 ),
-                range(count),
+                held[:count],
             )
         )
-    create_proxies(custom, namespace, count, "n%05d")
+    create_proxies(custom, namespace, count, prefix + "%05d")
     deadline = started + hold_seconds * 2 / 3
     while time.monotonic() < deadline:
-        fresh = [o for o in e2e_lib.proxies(custom, namespace) if o["metadata"]["name"].startswith("n")]
+        fresh = [o for o in e2e_lib.proxies(custom, namespace) if o["metadata"]["name"].startswith(prefix)]
         ready = sum(1 for o in fresh if e2e_lib.is_ready(o))
         if ready == count:
             return {"count": count, "seconds": time.monotonic() - started}
@@ -135,90 +157,187 @@ def churn(custom, namespace: str, count: int, hold_seconds: float) -> dict:
     return {"count": count, "seconds": None}
 
 
-def progress(ready, count: int, variant: str):
-    """A probe for ``wait_for`` that is true once ``ready()`` reaches ``count``, printing how many
-    are Ready once a minute (10,000 Proxies take half an hour to come up here)."""
+def progress(state, count: int, what: str):
+    """A probe for ``wait_for`` that is true once ``state()`` is ``count`` Ready of ``count``,
+    printing the Ready once a minute (10,000 Proxies take minutes to come up here)."""
     started, last = time.monotonic(), [0.0]
 
     def probe() -> bool:
-        done = ready()
+        ready, total = state()
         elapsed = time.monotonic() - started
         if elapsed - last[0] >= 60:
-            print("  %s: %d of %d Ready after %.0fs" % (variant, done, count, elapsed), flush=True)
+            print("  %s: %d Ready of %d Proxies after %.0fs" % (what, ready, total, elapsed), flush=True)
             last[0] = elapsed
-        return done == count
+        return ready == total == count
 
     return probe
 
 
-def hold(admin, plane, workdir: str, count: int, variant: str, args) -> dict:
-    interval, hold_seconds, poll = args.min_batch_interval, args.hold, args.running_poll
-    namespace = kube_testlib.create_namespace(admin, prefix="steady")
-    custom = k8s.CustomObjectsApi(admin)
+def fleet_state(custom, namespace: str) -> tuple:
+    """(Ready Proxies, Proxies): the fleet is held when both are N (no pool surplus, no churn
+    leftovers being deleted)."""
+    items = e2e_lib.proxies(custom, namespace)
+    return sum(1 for o in items if e2e_lib.is_ready(o)), len(items)
+
+
+def create_pools(custom, namespace: str, count: int, pools: int) -> None:
+    """``pools`` ProxyPools of ``count // pools`` members each on the kwok provider: the pools
+    create their members (the members are ordinary Proxies of the same spec as the plain ones)."""
+    for i in range(pools):
+        body = {
+            "apiVersion": "%s/%s" % (GROUP, VERSION),
+            "kind": "ProxyPool",
+            "metadata": {"name": "pool-%03d" % i},
+            "spec": {"replicas": count // pools, "template": {"provider": "k8s"}},
+        }
+        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "proxypools", body)
+
+
+def timing(args) -> list:
+    return [
+        *("--provisioning-poll", "2", "--running-poll", str(args.running_poll)),
+        *("--deletion-poll", "2", "--probe-interval", "0", "--gc-interval", "0"),
+        *("--min-batch-interval", str(args.min_batch_interval)),
+    ]
+
+
+def fleet(admin, plane, workdir: str, kind: str) -> dict:
+    """A namespace for one fleet, with its provider on kwok."""
+    namespace = kube_testlib.create_namespace(admin, prefix="steady-" + kind)
     kubeconfig = e2e_lib.service_account_kubeconfig(
         admin, plane, os.path.join(workdir, "sa-%s.kubeconfig" % namespace)
     )
-    providers = kwok_providers(kubeconfig, "steady-%s" % namespace[-6:])
-    rundir = tempfile.mkdtemp(prefix="steady-%s-" % variant, dir=workdir)
-    proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
-    timing = [
-        "--provisioning-poll",
-        "2",
-        "--running-poll",
-        str(poll),
-        "--deletion-poll",
-        "2",
-        "--probe-interval",
-        "0",
-    ]
-    extra = [*timing, *VARIANTS[variant], "--min-batch-interval", str(interval), "--gc-interval", "0"]
-    proc.start(extra_args=extra)
-    try:
-        proc.wait_ready()
-        create_proxies(custom, namespace, count, "s%05d")
-        # Listing every Proxy costs the API server and this process too: less often at large N.
-        kube_testlib.wait_for(
-            "all Ready",
-            progress(lambda: ready_count(custom, namespace), count, variant),
-            timeout=max(1800, count * 0.3),
-            interval=max(2, count / 1000),
-        )
-        print("  %s: %d Ready; holding %ds" % (variant, count, hold_seconds), flush=True)
-        metrics0 = proc.metrics()
-        cpu0, runs0, api0 = cpu_seconds(proc.proc.pid), runner_runs(metrics0), api_requests(admin)
-        queue0 = histogram(metrics0, "workqueue_queue_duration_seconds")
-        gaps0 = running_gaps(metrics0)
-        began = time.monotonic()
-        churned = churn(custom, namespace, int(count * args.churn), hold_seconds) if args.churn else None
-        time.sleep(max(0.0, hold_seconds - (time.monotonic() - began)))
-        metrics1 = proc.metrics()
-        cpu1, runs1, api1 = cpu_seconds(proc.proc.pid), runner_runs(metrics1), api_requests(admin)
-        p99, top, handed = lateness(queue0, histogram(metrics1, "workqueue_queue_duration_seconds"))
-        gaps = gap_text(gaps0, running_gaps(metrics1), poll)
-        rss = peak_rss_mib(proc.proc.pid)
-        proc.stop()
-    finally:
-        if proc.proc.poll() is None:
-            proc.kill()
-    rates = {k: (api1.get(k, 0) - api0.get(k, 0)) / hold_seconds for k in api1}
-    own = (controller_requests(metrics1) - controller_requests(metrics0)) / hold_seconds
-    # The namespace stays Terminating (the Proxies keep their finalizer with no controller left);
-    # the plane goes at the end of the run, and kwok's node has room for every measured run.
-    kube_testlib.delete_namespace(admin, namespace)
     return {
-        "variant": variant,
-        "cores": (cpu1 - cpu0) / hold_seconds,
-        "rss": rss,
-        "runs": runs1 - runs0,
-        "handed": handed,
-        "p99": p99,
-        "top": top,
-        "gaps": gaps,
-        "api": sum(rates.values()),
-        "own_api": own,
-        "churned": churned,
-        "api_top": sorted(((v, k) for k, v in rates.items() if v > 0.01), reverse=True)[:4],
+        "kind": kind,
+        "namespace": namespace,
+        "custom": k8s.CustomObjectsApi(admin),
+        "kubeconfig": kubeconfig,
+        "providers": kwok_providers(kubeconfig, "steady-%s" % namespace[-6:]),
+        "controllers": 0,
     }
+
+
+def bring_up(population: dict, args) -> None:
+    """N Ready Proxies in the fleet's namespace: plain (``proxies``) or the members of ``--pools``
+    ProxyPools (``pools``)."""
+    custom, namespace, kind = population["custom"], population["namespace"], population["kind"]
+    started = time.monotonic()
+    if kind == "pools":
+        create_pools(custom, namespace, args.count, args.pools)
+    else:
+        create_proxies(custom, namespace, args.count, "s%05d")
+    kube_testlib.wait_for(
+        "all Ready",
+        progress(lambda: fleet_state(custom, namespace), args.count, kind),
+        timeout=max(1800, args.count * 0.3),
+        interval=max(2, args.count / 1000),
+    )
+    print("  %s: %d Ready after %.0fs" % (kind, args.count, time.monotonic() - started), flush=True)
+
+
+def controller(population: dict, workdir: str, tree: dict, variant: str, args):
+    """A controller of ``tree`` started for the fleet's namespace, with a lease of its own (the
+    one before it may still hold its lease for its duration)."""
+    population["controllers"] += 1
+    label = "%s-%s" % (tree["label"].split()[0], variant)
+    proc = e2e_lib.ControllerProcess(
+        tempfile.mkdtemp(prefix="%s-%s-" % (population["kind"], label), dir=workdir),
+        population["kubeconfig"],
+        population["providers"],
+        population["namespace"],
+        "lease-%s-%d" % (population["namespace"], population["controllers"]),
+    )
+    proc.start(
+        extra_args=[*timing(args), *VARIANTS[variant]], code=tree["code"], collections=tree["collections"]
+    )
+    return proc
+
+
+def pool_member_writes(metrics: str) -> float:
+    """Members the pool loop created or deleted (none while nothing changes)."""
+    pattern = r"^egress_proxies_pool_members_(?:created|deleted)_total\{[^}]*\} (\S+)$"
+    return sum(float(v) for v in re.findall(pattern, metrics, re.M))
+
+
+def run_fleet(admin, plane, workdir: str, kind: str, trees: list, args) -> list:
+    """Every tree and variant measured on one fleet: the first controller brings the fleet up
+    and is measured on it; each after it is a restart on the held fleet. A restart that does not
+    find the fleet held after ``--settle`` (a pool loop that made members again) ends the fleet's
+    measurements with what it found."""
+    population = fleet(admin, plane, workdir, kind)
+    rows = []
+    for n, (tree, variant) in enumerate((t, v) for t in trees for v in args.variants.split(",")):
+        proc = controller(population, workdir, tree, variant, args)
+        try:
+            proc.wait_ready()
+            if n == 0:
+                bring_up(population, args)
+            row = hold(admin, population, proc, tree, variant, args)
+            proc.stop()
+        finally:
+            if proc.proc.poll() is None:
+                proc.kill()
+        rows.append(row)
+        if row.get("not_held"):
+            break
+    # The namespace stays Terminating (the Proxies keep their finalizer with no controller left);
+    # the plane goes at the end of the run, and kwok's node has room for every fleet.
+    kube_testlib.delete_namespace(admin, population["namespace"])
+    return rows
+
+
+def hold(admin, population: dict, proc, tree: dict, variant: str, args) -> dict:
+    """One measurement on the held fleet: ``--settle`` seconds, then the hold."""
+    hold_seconds, poll = args.hold, args.running_poll
+    namespace, custom = population["namespace"], population["custom"]
+    row = {"population": population["kind"], "tree": tree["label"], "variant": variant}
+    time.sleep(args.settle)
+    ready, total = fleet_state(custom, namespace)
+    if not ready == total == args.count:
+        row["not_held"] = "%d Proxies, %d Ready, %d pool member writes, %d s after the start" % (
+            total,
+            ready,
+            pool_member_writes(proc.metrics()),
+            args.settle,
+        )
+        print("  %s, %s, %s: not held: %s" % (population["kind"], tree["label"], variant, row["not_held"]))
+        return row
+    print(
+        "  %s, %s, %s: holding %ds (load average %.1f)"
+        % (population["kind"], tree["label"], variant, hold_seconds, os.getloadavg()[0]),
+        flush=True,
+    )
+    metrics0 = proc.metrics()
+    cpu0, runs0, api0 = cpu_seconds(proc.proc.pid), runner_runs(metrics0), api_requests(admin)
+    queue0 = histogram(metrics0, "workqueue_queue_duration_seconds")
+    gaps0 = running_gaps(metrics0)
+    load0 = os.getloadavg()[0]
+    began = time.monotonic()
+    prefix = "c%d-" % population["controllers"]
+    count = int(args.count * args.churn)
+    churned = churn(custom, namespace, count, hold_seconds, prefix) if args.churn else None
+    time.sleep(max(0.0, hold_seconds - (time.monotonic() - began)))
+    metrics1 = proc.metrics()
+    cpu1, runs1, api1 = cpu_seconds(proc.proc.pid), runner_runs(metrics1), api_requests(admin)
+    p99, top, handed = lateness(queue0, histogram(metrics1, "workqueue_queue_duration_seconds"))
+    rates = {k: (api1.get(k, 0) - api0.get(k, 0)) / hold_seconds for k in api1}
+    row.update(
+        cpu=cpu1 - cpu0,
+        cores=(cpu1 - cpu0) / hold_seconds,
+        rss=peak_rss_mib(proc.proc.pid),
+        runs=runs1 - runs0,
+        handed=handed,
+        p99=p99,
+        top=top,
+        gaps=gap_text(gaps0, running_gaps(metrics1), poll),
+        api=sum(rates.values()),
+        own_api=(controller_requests(metrics1) - controller_requests(metrics0)) / hold_seconds,
+        churned=churned,
+        pool_writes=pool_member_writes(metrics1) - pool_member_writes(metrics0),
+        load=(load0, os.getloadavg()[0]),
+        api_top=sorted(((v, k) for k, v in rates.items() if v > 0.01), reverse=True)[:4],
+    )
+    return row
 
 
 def churn_text(churned: dict | None) -> str:
@@ -229,40 +348,48 @@ def churn_text(churned: dict | None) -> str:
     return "%d replaced, all Ready in %.0fs" % (churned["count"], churned["seconds"])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
-    parser.add_argument("--count", type=int, default=1000)
-    parser.add_argument("--hold", type=float, default=120.0)
-    parser.add_argument("--running-poll", type=float, default=60.0)
-    parser.add_argument("--variants", default="rounds,spread")
-    parser.add_argument("--min-batch-interval", type=float, default=0.0)
-    parser.add_argument(
-        "--churn", type=float, default=0.0, help="fraction deleted and recreated during the hold (0.1: 10 %%)"
-    )
-    args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="bench-steady-")
-    plane, admin = kwok_plane(workdir, args.count * 2 + 100)
-    rows = []
-    try:
-        for variant in args.variants.split(","):
-            rows.append(hold(admin, plane, workdir, args.count, variant, args))
-    finally:
-        plane.stop()
+def ratio(rows: list, field: str, over: str, under: str) -> str:
+    """Cores of the rows whose ``field`` is ``over`` against those alike in every other field
+    whose ``field`` is ``under``."""
+    others = [f for f in ("population", "tree", "variant") if f != field]
+    by = {(tuple(r[f] for f in others), r[field]): r for r in rows if not r.get("not_held")}
+    out = []
+    for (group, value), top in by.items():
+        bottom = by.get((group, under))
+        if value == over and bottom:
+            out.append(
+                "%s %.3fx (%.1f / %.1f CPU-s)"
+                % (", ".join(group), top["cores"] / max(1e-9, bottom["cores"]), top["cpu"], bottom["cpu"])
+            )
+    return "; ".join(out) or "-"
+
+
+def print_rows(rows: list, args) -> None:
     print(
-        "\n%d Running Proxies held %ds, Running poll %gs; command: bench/controller_steady.py %s"
-        % (args.count, args.hold, args.running_poll, " ".join(sys.argv[1:]))
+        "\n%d Running Proxies held %ds (after %ds settling), Running poll %gs; command: "
+        "bench/controller_steady.py %s"
+        % (args.count, args.hold, args.settle, args.running_poll, " ".join(sys.argv[1:]))
     )
     print(
-        "| polls | CPU cores (with children) | peak RSS MiB | runner runs | keys per run "
-        "| poll late p99 / max (bucket) | Running poll gaps | API req/s (all / controller's) "
-        "| top resources req/s | churn |"
+        "| fleet | tree | polls | CPU-s over the hold | cores (with children) | peak RSS MiB | runner runs "
+        "| keys per run | poll late p99 / max (bucket) | Running poll gaps | API req/s (all / controller's) "
+        "| top resources req/s | pool member writes | churn | load average |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        if r.get("not_held"):
+            print(
+                "| %s | %s | %s | not held: %s |" % (r["population"], r["tree"], r["variant"], r["not_held"])
+            )
+            continue
         print(
-            "| %s | %.2f | %.0f | %d | %.0f | <= %gs / <= %gs | %s | %.1f / %.1f | %s | %s |"
+            "| %s | %s | %s | %.1f | %.3f | %.0f | %d | %.0f | <= %gs / <= %gs | %s | %.1f / %.1f "
+            "| %s | %d | %s | %.1f-%.1f |"
             % (
+                r["population"],
+                r["tree"],
                 r["variant"],
+                r["cpu"],
                 r["cores"],
                 r["rss"],
                 r["runs"],
@@ -273,21 +400,59 @@ def main() -> None:
                 r["api"],
                 r["own_api"],
                 ", ".join("%s %.1f" % (k or "-", v) for v, k in r["api_top"]),
+                r["pool_writes"],
                 churn_text(r["churned"]),
+                *r["load"],
             )
         )
-    if len(rows) > 1:
+    variants = args.variants.split(",")
+    if len(variants) > 1:
         print(
-            "\nCPU ratio %s / %s: %.2fx; runner runs %s / %s: %.2fx"
-            % (
-                rows[-1]["variant"],
-                rows[0]["variant"],
-                rows[-1]["cores"] / max(1e-9, rows[0]["cores"]),
-                rows[-1]["variant"],
-                rows[0]["variant"],
-                rows[-1]["runs"] / max(1, rows[0]["runs"]),
-            )
+            "\nCPU %s / %s: %s"
+            % (variants[-1], variants[0], ratio(rows, "variant", variants[-1], variants[0]))
         )
+    if args.pools:
+        print("CPU pools / proxies: " + ratio(rows, "population", "pools", "proxies"))
+    if args.base:
+        base = base_tree.short(args.base)
+        print("CPU %s / %s: %s" % (THIS, base, ratio(rows, "tree", THIS, base)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--hold", type=float, default=120.0)
+    parser.add_argument(
+        "--settle", type=float, default=90.0, help="seconds from a controller's start to its hold"
+    )
+    parser.add_argument("--running-poll", type=float, default=60.0)
+    parser.add_argument("--variants", default="rounds,spread")
+    parser.add_argument("--min-batch-interval", type=float, default=0.0)
+    parser.add_argument(
+        "--churn", type=float, default=0.0, help="fraction deleted and recreated during the hold (0.1: 10 %%)"
+    )
+    parser.add_argument(
+        "--pools", type=int, default=0, help="also hold the N Proxies as members of this many ProxyPools"
+    )
+    parser.add_argument("--base", default="", help="also measure the controller of this revision (e.g. main)")
+    args = parser.parse_args()
+    if args.pools and (args.count % args.pools or args.churn):
+        parser.error("--pools must divide --count, and pool members are not churned")
+    workdir = tempfile.mkdtemp(prefix="bench-steady-")
+    trees = [{"label": THIS, "code": ROOT, "collections": ""}]
+    if args.base:
+        code, collections = base_tree.export(args.base, os.path.join(workdir, "base"))
+        trees.append({"label": base_tree.short(args.base), "code": code, "collections": collections})
+    kinds = ["proxies", "pools"] if args.pools else ["proxies"]
+    churned = int(args.count * args.churn) * len(trees) * len(args.variants.split(","))
+    plane, admin = kwok_plane(workdir, args.count * len(kinds) + churned + 100)
+    rows = []
+    try:
+        for kind in kinds:
+            rows += run_fleet(admin, plane, workdir, kind, trees, args)
+    finally:
+        plane.stop()
+    print_rows(rows, args)
 
 
 if __name__ == "__main__":
