@@ -148,9 +148,7 @@ def _run(args) -> int:
         readiness.leading = True
     if elector is None or sharding is None:
         metrics.is_leader.set(1)  # this replica alone reconciles (the leader, or without election)
-    may_act = lambda: True  # noqa: E731  (without election this replica always acts)
-    if elector is not None:
-        may_act = elector.healthy if sharding is not None else elector.leading
+    may_act = _may_act(elector, sharding)
     executor = _executor(args, metrics, may_act, elector, identity)
     renew_stop = threading.Event()  # set only once all work has drained
     if elector is not None and sharding is None:
@@ -267,6 +265,14 @@ def _leases(args, kube, metrics, readiness, informer, queue, held, identity) -> 
 
         return LeaderElector(*lease_of, **lease), None
     return None, None
+
+
+def _may_act(elector, sharding):
+    """Whether this replica may act now: it holds its shards' Leases, it leads, or (without
+    election) always."""
+    if elector is None:
+        return lambda: True
+    return elector.healthy if sharding is not None else elector.leading
 
 
 def _executor(args, metrics, may_act, elector, identity):
