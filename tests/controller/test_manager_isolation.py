@@ -79,14 +79,14 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
         m.queue.add("ns/s2")
         m._process(m.queue.pop_due(10, 0))  # a later tick: the slow provider's slot is taken
         assert ["slow"] not in executor.calls[2:]  # s2 waits for slow's slot ...
-        assert m._waiting["slow"] == ["ns/s2"]  # ... held, not in a second run
+        assert m.slots.waiting("slow") == ["ns/s2"]  # ... held, not in a second run
         assert m.held.any(lambda key: key == "ns/s2")  # never handed out twice meanwhile
     finally:
         executor.release.set()
         worker.join(10)
         assert m.drain(10)
     assert executor.calls.count(["slow"]) == 2  # the stuck run's slot went straight to s2
-    assert not m._waiting and not m.held.any(lambda key: True)
+    assert not m.slots.any_waiting() and not m.held.any(lambda key: True)
     for _key, status in kube.status_writes:
         if _key == "ns/f1":
             ready = next(c for c in status["conditions"] if c["type"] == "Ready")

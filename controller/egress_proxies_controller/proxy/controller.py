@@ -34,6 +34,7 @@ from . import reconciler as rec
 from .filed_answers import FiledAnswers
 from .health_observations import HealthObservations
 from .held_keys import HeldKeys
+from .provider_slots import ProviderSlots
 from .reconciler import Proxy, Reconciler
 from .status_writes import FAULT_ENV, StatusWrites
 
@@ -76,11 +77,6 @@ class ProxyController:
         self.batch_max, self.tick = batch_max, tick
         self.poll_batch_max = poll_batch_max
         self.poll_in_rounds = poll_in_rounds  # False: each Proxy polled running_poll after its answer
-        # While a provider has a run in flight, its new work waits this long for a slot to be
-        # handed over (then it goes on a free slot anyway): one run instead of many small ones.
-        self.gather_while_busy = gather_while_busy
-        self._busy = {}  # provider -> its runs in flight
-        self._waiting_since = {}  # provider -> when its waiting list got its first key
         self.min_batch_interval = min_batch_interval
         self._last_batch = float("-inf")  # when the last batch was dispatched
         self.metrics = metrics
@@ -94,8 +90,9 @@ class ProxyController:
         self.drain_timeout = drain_timeout
         self.report_missing = report_missing or (lambda missing: None)
         self.missing: dict = {}  # provider -> Proxies with an instance there, not in the file
-        self._provider_slots = {}  # provider -> Semaphore(runs_in_flight)
-        self._waiting = {}  # provider -> keys (held) waiting for one of its run slots
+        # While a provider has a run in flight, its new work waits ``gather_while_busy`` for a
+        # slot to be handed over (then it takes a free one): one run instead of many small ones.
+        self.slots = ProviderSlots(self.held, runs_in_flight, batch_max, gather_while_busy)
         self._runs = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="run")
         self._in_flight = set()  # futures of runs not yet applied
         self.reconciler = self._reconciler()
@@ -224,48 +221,24 @@ class ProxyController:
         for key, entry in planned.items():
             groups.setdefault(entry[0].provider, {})[key] = entry
         for provider, group in sorted(groups.items()):
-            slots = self._provider_slots.setdefault(provider, threading.Semaphore(self.runs_in_flight))
+            slots = self.slots.of(provider)
             if not self.may_act():
                 self._requeue_soon(list(group))
                 continue
             with self._held_lock:  # a slot freed meanwhile is either taken here or hands over to us
-                if self._should_gather(provider, len(group)) or not slots.acquire(blocking=False):
-                    self._wait_for_slot(provider, list(group))
+                if self.slots.should_gather(provider, len(group)) or not slots.acquire(blocking=False):
+                    self.slots.wait(provider, list(group))
                     continue
             if not self._start(provider, group, reconciler, slots):
                 self._hand_over(provider, slots)
 
-    def _should_gather(self, provider: str, arriving: int) -> bool:
-        """Whether new work of a busy provider waits for a handed-over slot (caller holds
-        ``_held_lock``): not when enough waits already to fill a run."""
-        if self.gather_while_busy <= 0 or not self._busy.get(provider):
-            return False
-        return len(self._waiting.get(provider, ())) + arriving < self.batch_max
-
     def _flush_waiting(self) -> None:
         """Work that waited ``gather_while_busy`` for a handed-over slot takes a free one."""
-        now, ready = time.monotonic(), []
         with self._held_lock:
-            for provider, since in list(self._waiting_since.items()):
-                if now - since < self.gather_while_busy:
-                    continue
-                slots = self._provider_slots[provider]
-                if slots.acquire(blocking=False):
-                    ready.append((provider, slots))
-                    del self._waiting_since[provider]  # taken: not flushed twice
-            for provider, slots in ready:
+            for provider, slots in self.slots.overdue():
                 future = self._runs.submit(self._take_waiting, provider, slots)
                 self._in_flight.add(future)
                 future.add_done_callback(self._run_done)
-
-    def _wait_for_slot(self, provider: str, keys: list) -> None:
-        """Hold ``keys`` in the provider's waiting list (caller holds ``_held_lock``)."""
-        if provider not in self._waiting:
-            self._waiting_since[provider] = time.monotonic()
-        waiting = self._waiting.setdefault(provider, [])
-        for key in keys:
-            self._held[key] = waiting
-            waiting.append(key)
 
     def _requeue_soon(self, keys) -> None:
         for key in keys:  # we may not act (or are stopping): the keys wait in the queue
@@ -279,12 +252,12 @@ class ProxyController:
         group, rest = self._one_run(planned)
         with self._held_lock:
             if rest:  # the slot is ours until this run ends, so they go next
-                self._wait_for_slot(provider, rest)
+                self.slots.wait(provider, rest)
             if not group:
                 return False
             for key in group:
                 self._held[key] = group
-            self._busy[provider] = self._busy.get(provider, 0) + 1
+            self.slots.started(provider)
             future = self._runs.submit(self._run_group, group, reconciler, slots, provider)
             self._in_flight.add(future)
             future.add_done_callback(self._run_done)
@@ -292,19 +265,15 @@ class ProxyController:
 
     def _hand_over(self, provider: str, slots) -> None:
         """A run of ``provider`` ended: its slot goes to the keys waiting for one, or is freed."""
-        with self._held_lock:
-            self._busy[provider] -= 1
+        self.slots.ended(provider)
         self._take_waiting(provider, slots)
 
     def _take_waiting(self, provider: str, slots) -> None:
         """Start a run of the provider's waiting keys on ``slots``' slot (already ours), or free it."""
         while True:
-            with self._held_lock:
-                waiting = self._waiting.pop(provider, None)
-                self._waiting_since.pop(provider, None)
-                if not waiting:
-                    slots.release()
-                    return
+            waiting = self.slots.take_waiting(provider, slots)
+            if not waiting:
+                return
             if self.stop.is_set() or not self.may_act():
                 self._requeue_soon(waiting)
                 continue
