@@ -3,8 +3,7 @@ the manager's provider slots apart from its dispatch)."""
 
 from __future__ import annotations
 
-import time
-
+from egress_proxies_controller.proxy import provider_slots
 from egress_proxies_controller.proxy.held_keys import HeldKeys
 from egress_proxies_controller.proxy.provider_slots import ProviderSlots
 
@@ -44,13 +43,32 @@ def test_a_slot_with_no_waiting_keys_is_freed():
     assert slot.acquire(blocking=False)  # one given back
 
 
-def test_keys_that_waited_long_enough_take_a_free_slot_once():
-    s = slots(gather=0.05)
+def test_keys_that_waited_long_enough_take_a_free_slot_once(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(provider_slots.time, "monotonic", lambda: clock[0])
+    s = slots(gather=5.0)
     with s.lock:
         s.wait("p", ["ns/a"])
+        clock[0] += 4.9
         assert s.overdue() == []  # not yet
-    time.sleep(0.06)
+    clock[0] += 0.2
     with s.lock:
         ready = s.overdue()
         assert [p for p, _slot in ready] == ["p"]
         assert s.overdue() == []  # taken: not flushed twice
+
+
+def test_a_full_provider_is_not_flushed_until_a_slot_frees(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(provider_slots.time, "monotonic", lambda: clock[0])
+    s = slots(gather=1.0)
+    slot = s.of("p")
+    assert slot.acquire(blocking=False) and slot.acquire(blocking=False)
+    with s.lock:
+        s.wait("p", ["ns/a"])
+    clock[0] = 2.0
+    with s.lock:
+        assert s.overdue() == []  # waited long enough, but both slots are taken
+    slot.release()
+    with s.lock:
+        assert [p for p, _slot in s.overdue()] == ["p"]

@@ -81,7 +81,7 @@ class ProviderSlots:
         for provider, since in list(self._since.items()):
             if now - since < self.gather_while_busy:
                 continue
-            slots = self._slots[provider]
+            slots = self.of(provider)
             if slots.acquire(blocking=False):
                 ready.append((provider, slots))
                 del self._since[provider]
