@@ -55,6 +55,16 @@ class Clock:
         return self.now
 
 
+def deliver(informer, obj: dict) -> None:
+    """One watch event into an informer's cache: ``apply_event`` in this tree, ``store`` in a
+    base tree from before the informer had it."""
+    apply = getattr(informer, "apply_event", None)
+    if apply is not None:
+        apply("MODIFIED", obj)
+    else:
+        informer.store(obj)
+
+
 class MemoryPoolKube:
     """The pool's API calls against dicts, counted (reads also on their own)."""
 
@@ -78,7 +88,7 @@ class MemoryPoolKube:
         """A pool's write reaches the pool cache as its watch event would (this tree's loop
         does not store its own writes; the base's does, and storing twice changes nothing)."""
         if self.pool_informer is not None:
-            self.pool_informer.store(written)
+            deliver(self.pool_informer, written)
         return written
 
     def create_proxy(self, namespace, body):
@@ -88,7 +98,7 @@ class MemoryPoolKube:
         meta.update(uid="m-%d" % n, resourceVersion="1", creationTimestamp="2026-12-01T10:00:00Z")
         made = dict(body, metadata=meta)
         if self.proxies is not None:
-            self.proxies.store(made)  # its watch event, at once (the loop waits for it: expectations)
+            deliver(self.proxies, made)  # its watch event, at once (the loop waits for it: expectations)
         return made
 
     def delete_proxy(self, namespace, name, uid):
@@ -235,7 +245,7 @@ def settle(ctl, proxies, pools: int, members: int) -> None:
     """Pools stored, members made and turned Ready until a round writes nothing."""
     for i in range(pools):
         obj = pool_object(i, members)
-        ctl.informer.store(obj)
+        deliver(ctl.informer, obj)
         ctl.informer.on_change(informer_mod.key_of(obj))
     made = set()
     for _round in range(50):
@@ -250,7 +260,7 @@ def settle(ctl, proxies, pools: int, members: int) -> None:
             status = {"state": "Running", "ip": "10.0.%d.%d" % (len(made) // 250, len(made) % 250)}
             status.update(provider=PROVIDER, conditions=[ready])
             meta = dict(obj["metadata"], resourceVersion="2")
-            proxies.store(dict(obj, metadata=meta, status=status))
+            deliver(proxies, dict(obj, metadata=meta, status=status))
         if ctl.pools.calls - ctl.pools.reads == before and len(made) == pools * members:
             return
     raise SystemExit("the pools did not settle")

@@ -12,6 +12,7 @@ import copy
 
 from egress_proxies_controller import api
 from egress_proxies_controller.kube.client import Conflict
+from egress_proxies_controller.kube.own_writes import OwnWrites
 from egress_proxies_controller.proxy.reconciler import Answer
 from kubernetes.client.exceptions import ApiException
 
@@ -104,16 +105,18 @@ class FakeKube:
 
 
 class FakeInformer:
-    """The cache the manager reads: a view of ``FakeKube`` (always current, like a fast watch)."""
+    """The cache the manager reads: a view of ``FakeKube`` (always current, like a fast watch:
+    never behind the controller's own writes)."""
 
     def __init__(self, kube: FakeKube):
         self.kube = kube
+        self.own_writes = OwnWrites()
 
     def get(self, key):
         return self.kube.get(key)
 
-    def store(self, obj):
-        pass
+    def snapshot(self, key):
+        return self.get(key)
 
     def cache_keys(self):
         return list(self.kube.objects)

@@ -17,7 +17,7 @@ UID = "pool-uid"
 
 
 class FakeInformer:
-    """The informer's cache and its notifications: ``store`` tells the watchers (the Proxy
+    """The informer's cache and its notifications: ``apply_event`` tells the watchers (the Proxy
     informer's, as every change does) and ``on_change`` (the pool informer's, as its watch does)."""
 
     def __init__(self):
@@ -35,9 +35,14 @@ class FakeInformer:
     def objects(self):
         return list(self.cache.values())
 
-    def store(self, obj):
+    def apply_event(self, kind, obj):
         key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
-        old, self.cache[key] = self.cache.get(key), obj
+        old = self.cache.get(key)
+        if kind == "DELETED":
+            self.cache.pop(key, None)
+            obj = None
+        else:
+            self.cache[key] = obj
         for watcher in self.watchers:
             watcher(key, old, obj)
         self.on_change(key)
@@ -104,7 +109,7 @@ class FakePoolKube:
     def _pool_watch(self, written):
         """A pool write comes back through the pool informer's watch, at once."""
         if self.pool_informer is not None:
-            self.pool_informer.store(written)
+            self.pool_informer.apply_event("MODIFIED", written)
         return written
 
     def create_proxy(self, namespace, body):
@@ -128,13 +133,13 @@ class FakePoolKube:
         if self.held:
             self.held_events.append(obj)
         else:
-            self.proxies.store(obj)
+            self.proxies.apply_event("MODIFIED", obj)
 
     def deliver(self) -> None:
         """The held watch events arrive."""
         events, self.held_events, self.held = self.held_events, [], False
         for obj in events:
-            self.proxies.store(obj)
+            self.proxies.apply_event("MODIFIED", obj)
 
 
 class FakePublisher:
@@ -223,4 +228,4 @@ def make_ready(ctl, names=None) -> None:
                 "provider": made["spec"]["provider"],
                 "conditions": [{"type": "Ready", "status": "True"}],
             }
-            ctl.proxies.store(made)
+            ctl.proxies.apply_event("MODIFIED", made)

@@ -1,8 +1,9 @@
-"""The informer's cache never goes back in time (issue 14).
+"""The informer's cache never goes back in time (issues 14 and 30).
 
-The manager stores what it wrote itself; a watch event still in flight for an older version must
-not replace it (the next plan would decide from a status that no longer exists). A new object
-under the same name (another UID) always replaces the old one.
+An event older than the cached version (a list that raced the watch) does not replace it; a new
+object under the same name (another UID) always replaces the old one. The controller's own
+writes never enter the cache: a reconcile that reads a version older than our last write is told
+``BEHIND`` and waits for the watch.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def watch_events(monkeypatch, events) -> informer_mod.Informer:
     )
 
 
-def test_an_older_watch_event_does_not_overwrite_what_we_wrote(monkeypatch):
+def test_an_older_watch_event_does_not_overwrite_a_newer_cached_version(monkeypatch):
     inf = watch_events(monkeypatch, [{"type": "MODIFIED", "object": version("9", providerID="")}])
-    inf.store(version("10", providerID="local/proxy-x"))
+    inf.apply_event("MODIFIED", version("10", providerID="local/proxy-x"))
     inf._watch_from("8")
     assert inf.get("ns/p1")["status"]["providerID"] == "local/proxy-x"
 
@@ -52,21 +53,26 @@ def test_a_newer_event_or_another_uid_replaces_the_cached_object(monkeypatch):
             {"type": "ADDED", "object": version("5", uid="uid-2", providerID="")},
         ],
     )
-    inf.store(version("10", providerID="local/proxy-x"))
+    inf.apply_event("MODIFIED", version("10", providerID="local/proxy-x"))
     inf._watch_from("8")
     assert inf.get("ns/p1")["metadata"]["uid"] == "uid-2"
 
 
-def test_the_answer_to_the_last_finalizer_removal_leaves_no_ghost(monkeypatch):
+def test_the_answer_to_the_last_finalizer_removal_is_awaited_not_cached(monkeypatch):
     """The patch that removes the last finalizer answers with the object as it was just before
-    the API server deleted it; its DELETED event can arrive first. Storing that answer kept a
-    ghost in the cache for good (a pool counted it as a member and never finished deleting)."""
+    the API server deleted it. It is not cached (that kept a ghost a pool counted as a member);
+    until the DELETED event arrives the key's reconcile is told BEHIND, then it finds it gone."""
     final = version("12")
     final["metadata"].update(deletionTimestamp="2026-12-01T10:00:00Z", finalizers=[])
+    queued = []
     inf = watch_events(monkeypatch, [{"type": "DELETED", "object": version("12")}])
-    inf.store(version("11"))
-    inf._watch_from("10")
-    inf.store(final)
-    assert inf.get("ns/p1") is None
-    inf.store(version("13", uid="uid-2"))  # a new object of that name is cached as usual
-    assert inf.get("ns/p1")["metadata"]["uid"] == "uid-2"
+    inf.on_change = queued.append
+    inf.apply_event("MODIFIED", version("11"))
+    inf.own_writes.wrote(final)
+    assert inf.get("ns/p1")["metadata"]["resourceVersion"] == "11"
+    assert inf.snapshot("ns/p1") is informer_mod.BEHIND
+    queued.clear()
+    inf._watch_from("11")
+    assert queued == ["ns/p1"] and inf.snapshot("ns/p1") is None
+    inf.apply_event("ADDED", version("13", uid="uid-2"))  # a new object of that name is cached as usual
+    assert inf.snapshot("ns/p1")["metadata"]["uid"] == "uid-2"

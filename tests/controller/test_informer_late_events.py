@@ -1,11 +1,12 @@
-"""A watch that lags behind the controller's own writes never brings a deleted Proxy back.
+"""A watch that lags behind the controller's own writes never has a deleted Proxy planned as live.
 
-The manager removes a deleting Proxy's last finalizer and stores the answer, which drops the key
-from the cache (the object is gone). A watch resumed from an older version (after a dropped
-connection, an API outage, a slow link) then replays that Proxy's earlier events: before this
-test, the first of them (a status write from before the deletion) put the Proxy back as a live,
-not-deleting object and queued its key, so the next plan read a Running Proxy whose instance was
-gone and answered with "creating it again" until the DELETED event caught up.
+The manager removes a deleting Proxy's last finalizer; the object is gone, but a watch that lags
+(a dropped connection, an API outage, a slow link) still has that Proxy's earlier events to
+deliver. Once, the manager cached its own answer and a replayed status write put the Proxy back
+as a live object whose next plan said "creating it again". Now nothing the manager writes enters
+the cache: the writes are recorded as its own (``own_writes``), and every reconcile the replay
+queues reads either ``BEHIND`` (wait for the watch) or the object's real state, never a live
+Proxy whose finalizer we already removed.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ from egress_proxies_controller.kube.client import Kube
 from kubernetes import client as k8s
 
 
-def test_a_late_event_of_a_proxy_whose_finalizer_we_removed_is_not_cached_again(kube_admin, kube_namespace):
+def test_a_late_event_of_a_proxy_whose_finalizer_we_removed_is_never_planned_as_live(
+    kube_admin, kube_namespace
+):
     kube = Kube(kube_admin)
-    seen = []  # (key, what the cache held when the key was queued)
-    inf = informer_mod.Informer(kube, kube_namespace, on_change=lambda key: seen.append((key, inf.get(key))))
+    seen = []  # (key, what a reconcile of the key queued then would read)
+    inf = informer_mod.Informer(
+        kube, kube_namespace, on_change=lambda key: seen.append((key, inf.snapshot(key)))
+    )
     obj = kube_testlib.create_proxy(kube_admin, kube_namespace, "late", {"provider": "local"})
     key = "%s/late" % kube_namespace
     obj = kube.set_finalizer(obj, True)
@@ -33,14 +38,16 @@ def test_a_late_event_of_a_proxy_whose_finalizer_we_removed_is_not_cached_again(
     custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, kube_namespace, api.PROXY_PLURAL, "late")
     deleting = kube.get_proxy(kube_namespace, "late")
     assert deleting["metadata"].get("deletionTimestamp")
-    inf.store(deleting)
-    inf.store(kube.set_finalizer(deleting, False))  # the manager's last write: the object is gone
-    assert inf.get(key) is None
+    final = kube.set_finalizer(deleting, False)  # the manager's last write: the object is gone
+    inf.own_writes.wrote(final)
+    assert inf.snapshot(key) is informer_mod.BEHIND  # the cache still holds the listed version
     seen.clear()
 
     inf.watch_timeout = 2  # the replayed events, then the watch ends
     inf._watch_from(resume_from)
 
-    ghosts = [o for k, o in seen if k == key and o is not None and not o["metadata"].get("deletionTimestamp")]
+    planned = [o for k, o in seen if k == key and o is not informer_mod.BEHIND]
+    ghosts = [o for o in planned if o is not None and not o["metadata"].get("deletionTimestamp")]
     assert ghosts == [], "the deleted Proxy came back as live: %s" % ghosts[0]["status"]
+    assert seen and planned[-1:] == [None]  # the DELETED event queued it: found gone
     assert inf.get(key) is None

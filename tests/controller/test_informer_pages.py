@@ -94,7 +94,7 @@ def test_cached_objects_carry_no_managed_fields_and_no_last_applied_copy():
     assert "managedFields" in source["metadata"]  # the caller's object is left as it was
 
 
-def test_what_the_controller_writes_and_watch_events_are_trimmed_too(monkeypatch):
+def test_every_watch_event_is_trimmed_too(monkeypatch):
     class OneEvent:
         def stream(self, *_a, **_kw):
             newer = heavy_proxy(2)
@@ -106,7 +106,7 @@ def test_what_the_controller_writes_and_watch_events_are_trimmed_too(monkeypatch
 
     monkeypatch.setattr(informer_mod.watch, "Watch", OneEvent)
     inf = informer(PagingKube([]))
-    inf.store(heavy_proxy(1))
+    inf.apply_event("MODIFIED", heavy_proxy(1))
     assert "managedFields" not in inf.get("ns/p0001")["metadata"]
     inf._watch_from("1")
     assert LAST_APPLIED not in inf.get("ns/p0002")["metadata"]["annotations"]

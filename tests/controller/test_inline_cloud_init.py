@@ -106,5 +106,6 @@ def test_text_edited_after_the_plan_is_never_sent_and_the_proxy_is_planned_again
     assert not (kube.get(KEY)["status"] or {}).get("providerID")  # nothing made from either text
     assert kube.get("ns/plain")["status"]["providerID"]  # only that Proxy waits
     kube.get_proxy = real_get
-    assert KEY in tick(m)  # planned again, from generation 2
+    assert KEY in tick(m)  # requeued: its answer (409 on the edited object) recorded, planned again
+    assert KEY in tick(m)  # from generation 2
     assert (kube.get(KEY)["status"] or {}).get("observedGeneration") == 2

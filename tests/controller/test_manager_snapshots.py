@@ -63,11 +63,15 @@ def test_spec_edit_during_a_create_records_the_planned_spec_then_replaces(provid
     planned = kube.put(proxy_object())
     executor = FakeExecutor(running, during=lambda: kube.put(proxy_object(port=8080)))
     m = manager(kube, executor, providers_file)
-    assert tick(m) == [KEY]
+    assert tick(m) == [KEY]  # the answer's write meets generation 2 (409): filed, requeued
+    assert not kube.get(KEY).get("status")
+    executor.during = None
+    assert tick(m) == [KEY]  # the filed answer recorded on generation 2, then planned again
     status = kube.get(KEY)["status"]
     assert status["specHash"] == ProxySpec.from_object(planned).hash()
     assert status["observedGeneration"] == 1 and status["providerID"]
     assert tick(m) == [KEY]  # re-planned at once from generation 2
+    assert len(executor.calls) == 2  # one create, then the replacement's delete
     last = executor.calls[-1][KEY]
     assert (last.op, last.phase, last.generation) == ("delete", "replace", 2)
 
@@ -310,15 +314,13 @@ def test_a_conflict_on_the_answers_write_files_it_for_the_next_reconcile(provide
     answer to the object it reads, with no second call to the provider."""
     kube = FakeKube()
     kube.put(proxy_object())
-    informer = StaleInformer(kube, {})
 
-    def edited_meanwhile():
-        informer.stale[KEY] = kube.get(KEY)  # what the answer is applied to: the object before ...
+    def edited_meanwhile():  # the answer is written with the version it was planned from
         obj = kube.get(KEY)
-        kube.put(dict(obj, metadata=dict(obj["metadata"], annotations={"note": "edited"})))  # ... this
+        kube.put(dict(obj, metadata=dict(obj["metadata"], annotations={"note": "edited"})))
 
     executor = FakeExecutor(running, during=edited_meanwhile)
-    m = manager(kube, executor, providers_file, informer)
+    m = manager(kube, executor, providers_file)
     tick(m)
     assert not (kube.get(KEY).get("status") or {}).get("providerID")  # the write met the edit
     assert len(m.answers) == 1
@@ -333,15 +335,13 @@ def test_a_conflict_on_the_answers_write_files_it_for_the_next_reconcile(provide
 def test_an_answer_filed_for_an_object_recreated_under_its_name_is_dropped(providers_file):
     kube = FakeKube()
     kube.put(proxy_object())
-    informer = StaleInformer(kube, {})
 
-    def edited_then_recreated():
-        informer.stale[KEY] = kube.get(KEY)
+    def edited_meanwhile():
         obj = kube.get(KEY)
         kube.put(dict(obj, metadata=dict(obj["metadata"], annotations={"note": "edited"})))
 
-    executor = FakeExecutor(running, during=edited_then_recreated)
-    m = manager(kube, executor, providers_file, informer)
+    executor = FakeExecutor(running, during=edited_meanwhile)
+    m = manager(kube, executor, providers_file)
     tick(m)
     del kube.objects[KEY]
     kube.put(proxy_object(uid="uid-2"))

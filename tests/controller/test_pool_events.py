@@ -41,7 +41,7 @@ class Counting:
 def settled(ctl, *objs) -> None:
     """Pools stored and rounded until their members are Ready and nothing is due."""
     for obj in objs:
-        ctl.informer.store(obj)
+        ctl.informer.apply_event("MODIFIED", obj)
     for _round in range(4):
         ctl.round()
         make_ready(ctl)
@@ -69,7 +69,7 @@ def test_a_members_status_change_brings_only_its_pool_round():
     counting = Counting(ctl)
     member = next(m for m in ctl.pools.created if m["metadata"]["name"].startswith("web-"))
     member = dict(member, status=dict(member["status"], conditions=[{"type": "Ready", "status": "False"}]))
-    ctl.proxies.store(member)
+    ctl.proxies.apply_event("MODIFIED", member)
     ctl.round()
     assert counting.reconciled == ["web"]
     assert counting.gets == 3  # the pool's own members, not every cached Proxy
@@ -82,7 +82,7 @@ def test_a_pool_edit_brings_it_round():
     counting = Counting(ctl)
     edited = pool_obj(replicas=4)
     edited["metadata"]["finalizers"] = ctl.informer.get("ns/web")["metadata"]["finalizers"]
-    ctl.informer.store(edited)
+    ctl.informer.apply_event("MODIFIED", edited)
     ctl.round()
     assert counting.reconciled == ["web"] and len(ctl.pools.created) == 4
 
@@ -163,16 +163,20 @@ def test_the_member_index_follows_owner_changes_and_deletions():
     assert index.changed("ns/q", None, {"metadata": {"name": "q", "namespace": "ns"}}) == []
 
 
-def test_the_informer_tells_its_watchers_every_change_its_own_writes_included():
+def test_the_informer_tells_its_watchers_every_change_status_included():
     informer = Informer(None, None, lambda _key: None, lister=lambda *a, **kw: None)
     told = []
     informer.watchers.append(lambda key, old, new: told.append((key, old is None, new is None)))
     obj = {
         "metadata": {"name": "p", "namespace": "ns", "uid": UID, "resourceVersion": "1", "finalizers": ["f"]}
     }
-    informer.store(obj)
-    informer.store({**obj, "metadata": {**obj["metadata"], "resourceVersion": "2"}, "status": {"state": "x"}})
-    informer.store({**obj, "metadata": {**obj["metadata"], "resourceVersion": "1"}})  # older: ignored
+    informer.apply_event("MODIFIED", obj)
+    informer.apply_event(
+        "MODIFIED", {**obj, "metadata": {**obj["metadata"], "resourceVersion": "2"}, "status": {"state": "x"}}
+    )
+    informer.apply_event(
+        "MODIFIED", {**obj, "metadata": {**obj["metadata"], "resourceVersion": "1"}}
+    )  # older: ignored
     gone = {**obj["metadata"], "resourceVersion": "3", "deletionTimestamp": "t", "finalizers": []}
-    informer.store({**obj, "metadata": gone})
+    informer.apply_event("DELETED", {**obj, "metadata": gone})
     assert told == [("ns/p", True, False), ("ns/p", False, False), ("ns/p", False, True)]

@@ -20,7 +20,7 @@ def member(name: str, uid: str = "u1", **meta) -> dict:
 
 def started(replicas: int = 3):
     ctl, queue = controller()
-    ctl.informer.store(pool_obj(replicas=replicas))
+    ctl.informer.apply_event("MODIFIED", pool_obj(replicas=replicas))
     return ctl, queue
 
 
@@ -68,7 +68,9 @@ def test_a_delete_is_expected_until_the_member_is_seen_deleting():
     ctl, _queue = started(replicas=2)
     ctl.round()
     make_ready(ctl)
-    ctl.informer.store(dict(ctl.informer.get("ns/web"), spec=dict(pool_obj(replicas=1)["spec"])))
+    ctl.informer.apply_event(
+        "MODIFIED", dict(ctl.informer.get("ns/web"), spec=dict(pool_obj(replicas=1)["spec"]))
+    )
     ctl.pools.held = True
     tick(ctl)
     assert len(ctl.pools.deleted) == 1

@@ -15,7 +15,7 @@ from .pool_fakes import UID, controller, make_ready, pool_obj, tick
 
 def test_members_are_owned_labelled_and_queued():
     ctl, queue = controller()
-    ctl.informer.store(pool_obj())
+    ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     assert sorted(m["spec"]["provider"] for m in ctl.pools.created) == ["local", "local", "second"]
     member = ctl.pools.created[0]["metadata"]
@@ -38,7 +38,7 @@ def test_members_are_owned_labelled_and_queued():
 
 def test_a_target_whose_provider_leaves_is_skipped_and_comes_back_at_once():
     ctl, _queue = controller()
-    ctl.informer.store(pool_obj())
+    ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     make_ready(ctl)
     tick(ctl)
@@ -58,7 +58,7 @@ def test_a_target_whose_provider_leaves_is_skipped_and_comes_back_at_once():
 
 def test_a_member_failure_skips_its_target_for_the_retry_time():
     ctl, _queue = controller()
-    ctl.informer.store(pool_obj())
+    ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     side = next(m for m in ctl.pools.created if m["spec"]["provider"] == "second")
     side["status"] = {
@@ -66,7 +66,7 @@ def test_a_member_failure_skips_its_target_for_the_retry_time():
             {"type": "QuotaExceeded", "status": "True", "reason": "QuotaExceeded", "message": "exhausted"}
         ]
     }
-    ctl.proxies.store(side)
+    ctl.proxies.apply_event("MODIFIED", side)
     tick(ctl)
     status = ctl.informer.get("ns/web")["status"]
     side_status = status["targets"][1]
@@ -81,14 +81,14 @@ def test_a_target_over_capacity_keeps_its_members_on_their_way_and_only_the_fail
     """Issue 31: of main's 4 members 2 failed QuotaExceeded and 2 fit, still Provisioning (not
     Ready). main holds 2 (not 0: its Ready count), so only the failed ones are deleted."""
     ctl, _queue = controller()
-    ctl.informer.store(pool_obj(replicas=6))
+    ctl.informer.apply_event("MODIFIED", pool_obj(replicas=6))
     tick(ctl)
     main = [m for m in ctl.pools.created if m["spec"]["provider"] == "local"]
     assert len(main) == 4
     quota = {"type": "QuotaExceeded", "status": "True", "reason": "QuotaExceeded", "message": "exhausted"}
     for failed in main[2:]:
         failed["status"] = {"conditions": [quota]}
-        ctl.proxies.store(failed)
+        ctl.proxies.apply_event("MODIFIED", failed)
     tick(ctl)
     status = ctl.informer.get("ns/web")["status"]
     assert [t["desired"] for t in status["targets"]] == [2, 4]
@@ -97,11 +97,13 @@ def test_a_target_over_capacity_keeps_its_members_on_their_way_and_only_the_fail
 
 def test_deleting_a_pool_deletes_its_members_and_releases_it_when_none_is_left():
     ctl, _queue = controller()
-    ctl.informer.store(pool_obj())
+    ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     obj = ctl.informer.get("ns/web")
     assert obj["metadata"]["finalizers"] == [POOL_FINALIZER]
-    ctl.informer.store(dict(obj, metadata=dict(obj["metadata"], deletionTimestamp="2026-12-01T10:02:00Z")))
+    ctl.informer.apply_event(
+        "MODIFIED", dict(obj, metadata=dict(obj["metadata"], deletionTimestamp="2026-12-01T10:02:00Z"))
+    )
     tick(ctl)
     assert sorted(ctl.pools.deleted) == sorted(m["metadata"]["name"] for m in ctl.pools.created)
     assert ctl.informer.get("ns/web")["metadata"]["finalizers"] == [POOL_FINALIZER]  # members still there
@@ -129,8 +131,8 @@ def test_a_proxy_of_another_owner_is_never_a_member():
         },
         "spec": {"provider": "local"},
     }
-    ctl.proxies.store(stranger)
-    ctl.informer.store(pool_obj(replicas=0))
+    ctl.proxies.apply_event("MODIFIED", stranger)
+    ctl.informer.apply_event("MODIFIED", pool_obj(replicas=0))
     tick(ctl)
     assert ctl.pools.deleted == [] and ctl.pools.created == []
 
@@ -172,7 +174,7 @@ def test_a_change_of_the_auth_secrets_content_rolls_the_members_under_the_budget
     ctl, _queue = controller()
     said = recording(ctl)
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "first-pass")}
-    ctl.informer.store(auth_pool())
+    ctl.informer.apply_event("MODIFIED", auth_pool())
     tick(ctl)
     finish_round(ctl)
     tick(ctl)
@@ -214,7 +216,7 @@ def test_a_change_of_the_auth_secrets_content_rolls_the_members_under_the_budget
 def test_the_same_content_keeps_every_member_and_the_fingerprint_is_the_pools_own():
     ctl, _queue = controller()
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "pass")}
-    ctl.informer.store(auth_pool())
+    ctl.informer.apply_event("MODIFIED", auth_pool())
     tick(ctl)
     finish_round(ctl)
     tick(ctl)
@@ -231,7 +233,7 @@ def test_the_same_content_keeps_every_member_and_the_fingerprint_is_the_pools_ow
 def test_an_unreadable_auth_secret_changes_no_member_and_says_so_once():
     ctl, _queue = controller()
     said = recording(ctl)
-    ctl.informer.store(auth_pool())
+    ctl.informer.apply_event("MODIFIED", auth_pool())
     tick(ctl)
     tick(ctl)
     assert ctl.pools.created == [] and ctl.pools.deleted == []
@@ -253,7 +255,7 @@ def test_a_copy_name_taken_by_another_owner_makes_no_member():
 
     taken = "web-auth-" + pool_auth.fingerprint(UID, "crawler", "pass")
     ctl.pools.secrets[taken] = {"metadata": {"name": taken, "uid": "x"}}
-    ctl.informer.store(auth_pool())
+    ctl.informer.apply_event("MODIFIED", auth_pool())
     tick(ctl)
     assert ctl.pools.created == []
     assert [m for _r, m in said] == [

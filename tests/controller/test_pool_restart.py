@@ -27,7 +27,7 @@ def publishing(obj: dict, secrets=None):
     ctl, _queue = controller()
     ctl.publisher = Publisher(ctl.pools)
     ctl.pools.secrets.update(secrets or {})
-    ctl.informer.store(obj)
+    ctl.informer.apply_event("MODIFIED", obj)
     for _round in range(3):
         tick(ctl)
         make_ready(ctl)
@@ -43,9 +43,9 @@ def restarted(old):
     ctl.pools.proxies = ctl.proxies
     ctl.publisher, ctl.auth = Publisher(ctl.pools), PoolAuth(ctl.pools)
     for obj in old.proxies.cache.values():
-        ctl.proxies.store(obj)
+        ctl.proxies.apply_event("MODIFIED", obj)
     for obj in old.informer.cache.values():
-        ctl.informer.store(obj)
+        ctl.informer.apply_event("MODIFIED", obj)
     return ctl
 
 
@@ -179,7 +179,7 @@ def test_a_problem_is_told_at_the_tick_that_records_it_in_the_status():
     told: the next tick, which records it, tells it once."""
     ctl, _queue = controller()
     ctl.publisher = Publisher(ctl.pools)
-    ctl.informer.store(auth_pool())
+    ctl.informer.apply_event("MODIFIED", auth_pool())
     write = ctl.pools.write_status
     ctl.pools.write_status = lambda _obj, _status: None
     tick(ctl)

@@ -71,7 +71,7 @@ def test_a_pool_reports_its_rotation_progress_and_its_floor():
     ctl, _queue = pools.controller()
     obj = pools.pool_obj(replicas=4)
     obj["spec"]["strategy"] = {"maxSurge": 1, "maxUnavailable": "50%"}
-    ctl.informer.store(obj)
+    ctl.informer.apply_event("MODIFIED", obj)
     ctl.round()
     pools.finish_round(ctl)
     ctl.round()
@@ -81,7 +81,9 @@ def test_a_pool_reports_its_rotation_progress_and_its_floor():
 
     m = ctl.metrics
     assert (gauge(m.ready), gauge(m.updated), gauge(m.min_available)) == (4, 4, 2)
-    ctl.informer.store(dict(obj, metadata=dict(obj["metadata"], annotations={ROTATE_ANNOTATION: "now"})))
+    ctl.informer.apply_event(
+        "MODIFIED", dict(obj, metadata=dict(obj["metadata"], annotations={ROTATE_ANNOTATION: "now"}))
+    )
     ctl.round()  # a rotation starts: no member is at the new revision yet
     assert gauge(ctl.metrics.updated) == 0 and gauge(ctl.metrics.min_available) == 2
     ctl.metrics.forget("ns", "web", ["main", "side"])

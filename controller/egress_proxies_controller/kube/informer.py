@@ -7,12 +7,12 @@ version seen after a dropped connection and relisting when the server answers 41
 version is too old). ``synced`` is set after the first full list: nothing that needs a complete
 view (GC's live UIDs) may read the cache before that.
 Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
-finalizers; our own status writes do not, so a status write never triggers another reconcile.
-``watchers`` are told every change of the cache (the controller's own writes and status
-included): the pool loop follows its members' status with one.
-A Proxy whose last finalizer the controller removed is gone for good: its uid is remembered, and
-a watch that lags behind (resumed from an older version) cannot cache it again from its earlier
-events, which would have been planned as a live Proxy whose instance is missing.
+finalizers; status writes do not, and neither does any version the controller wrote itself
+(``own_writes``, kube/own_writes.py): the reconcile that wrote it already decided what follows.
+The cache holds only what the watch delivered, never what the controller wrote: ``snapshot``
+answers ``BEHIND`` for a key whose cache is older than our last write of it, and the event that
+catches up queues the key again. ``watchers`` are told every change of the cache, status
+included: the pool loop follows its members' status with one.
 
 The cache holds objects trimmed of what no reconcile reads (``trimmed``): ``managedFields``
 (server-side apply bookkeeping, often larger than the spec) and kubectl's
@@ -22,12 +22,12 @@ included); inline cloud-init itself is kept as its digest (``spec.trim_inline_cl
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 
 from ..proxy.spec import trim_inline_cloud_init
 from .client import ApiException, watch
+from .own_writes import OwnWrites
 
 log = logging.getLogger("egress_proxies_controller.kube.informer")
 
@@ -38,9 +38,8 @@ def key_of(obj: dict) -> str:
 
 
 PAGE_SIZE = 500
-#: uids of Proxies whose last finalizer we removed, kept so a late watch event cannot bring one
-#: back (a uid is never reused; the oldest are forgotten past this many)
-GONE_UIDS_KEPT = 10000
+#: what ``snapshot`` answers while the cache is older than the controller's last write of the key
+BEHIND = object()
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -85,7 +84,7 @@ class Informer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watch = None
-        self._gone = collections.OrderedDict()  # uid -> None: deleted by our finalizer removal
+        self.own_writes = OwnWrites()  # the versions the controller wrote, until delivered
         self.relists = 0
         self.list_pages = 0  # pages fetched by every list so far (a figure for the benchmarks)
 
@@ -107,30 +106,31 @@ class Informer:
         with self._lock:
             return [o["metadata"]["uid"] for o in self._cache.values()]
 
-    def store(self, obj: dict) -> None:
-        """Record a newer version the controller itself wrote (keeps the cache ahead of the watch)."""
+    def snapshot(self, key: str):
+        """The cached object a reconcile decides from: None when gone, ``BEHIND`` while the cache
+        is older than our last write of it (the key is queued again when it catches up)."""
+        with self._lock:
+            obj = self._cache.get(key)
+            return BEHIND if self.own_writes.behind(key, obj) else obj
+
+    def apply_event(self, kind: str, obj: dict) -> None:
+        """One watch event into the cache: its watchers told, its key queued when a reconcile
+        cares (the watch's step; tests deliver their events through it too)."""
         obj = trimmed(obj)
         key = key_of(obj)
-        meta = obj.get("metadata") or {}
         with self._lock:
-            current = self._cache.get(key)
-            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-                # The answer to removing the last finalizer: the object no longer exists (its
-                # DELETED event may have come first), so it must not come back as a ghost.
-                # A watch behind our own writes still has this object's earlier events to deliver
-                # (a status write from before the deletion): none of them may cache it again.
-                self._gone[meta.get("uid")] = None
-                while len(self._gone) > GONE_UIDS_KEPT:
-                    self._gone.popitem(last=False)
-                if current is None or (current.get("metadata") or {}).get("uid") != meta.get("uid"):
-                    return
-                del self._cache[key]
-                obj = None
-            elif _newer_or_other(obj, current):
+            old = self._cache.get(key)
+            if kind == "DELETED":
+                self._cache.pop(key, None)
+            elif _newer_or_other(obj, old):
                 self._cache[key] = obj
             else:
-                return
-        self._tell(key, current, obj)
+                return  # an event older than the cached version (a list raced it)
+            new = None if kind == "DELETED" else obj
+            caught_up = self.own_writes.seen(key, new)
+        self._tell(key, old, new)
+        if kind == "DELETED" or caught_up or (_interesting(old, obj) and not self.own_writes.is_own(obj)):
+            self.on_change(key)
 
     def stop(self) -> None:
         self._stop.set()
@@ -165,10 +165,11 @@ class Informer:
         with self._lock:
             old = self._cache
             self._cache = items
+            caught_up = {k for k in set(items) | set(old) if self.own_writes.seen(k, items.get(k))}
         self.relists += 1
         for key, obj in items.items():
             self._tell(key, old.get(key), obj)
-            if _interesting(old.get(key), obj) or not self.synced.is_set():
+            if _interesting(old.get(key), obj) or not self.synced.is_set() or key in caught_up:
                 self.on_change(key)
         for key in set(old) - set(items):
             self._tell(key, old[key], None)
@@ -231,21 +232,7 @@ class Informer:
             version = (obj.get("metadata") or {}).get("resourceVersion") or version
             if kind == "BOOKMARK":
                 continue
-            obj = trimmed(obj)
-            key = key_of(obj)
-            with self._lock:
-                old = self._cache.get(key)
-                if kind != "DELETED" and (obj.get("metadata") or {}).get("uid") in self._gone:
-                    continue  # a late event of an object already gone (store)
-                if kind == "DELETED":
-                    self._cache.pop(key, None)
-                elif _newer_or_other(obj, old):
-                    self._cache[key] = obj
-                else:
-                    continue  # an event older than what we wrote ourselves: keep the newer copy
-            self._tell(key, old, None if kind == "DELETED" else obj)
-            if kind == "DELETED" or _interesting(old, obj):
-                self.on_change(key)
+            self.apply_event(kind, obj)
         return version
 
 

@@ -28,6 +28,7 @@ import threading
 import time
 
 from ..kube import client as kube_mod
+from ..kube.informer import BEHIND
 from ..telemetry import tracing
 from . import poll_rounds, run_inputs
 from . import reconciler as rec
@@ -99,7 +100,7 @@ class ProxyController:
         self.last_progress = time.monotonic()  # the loop's heartbeat, for /healthz
         self.owns = owns  # with --shards: is the key in a shard this replica dispatches?
         self.answers = FiledAnswers()  # answers a conflict kept from their status write
-        self.writes = StatusWrites(kube, informer)  # the one writer of a Proxy's status
+        self.writes = StatusWrites(kube, informer.own_writes)  # the one writer of a Proxy's status
         self.observations = observations or HealthObservations()  # the health engine's, shared
 
     # -- config ------------------------------------------------------------------------
@@ -336,13 +337,15 @@ class ProxyController:
                 for key in group:
                     self._let_go(key)
                 return
-            for key, (action, _obj) in group.items():
+            for key, (action, obj) in group.items():
                 answer = answers.get(key) or rec.Answer(
                     ok=False, error_class=rec.TRANSIENT, message="no answer"
                 )
                 span_attributes = {"proxy.key": key, "proxy.op": action.op, "proxy.outcome": _outcome(answer)}
                 with tracing.tracer().start_as_current_span("reconcile.apply", attributes=span_attributes):
-                    self._guarded(key, lambda k=key, a=action, r=answer: self._apply_one(k, a, r, reconciler))
+                    self._guarded(
+                        key, lambda k=key, a=action, r=answer, o=obj: self._apply_one(k, a, r, o, reconciler)
+                    )
         except Exception:
             log.exception("run of %d keys failed", len(group))
             self._back_off_held(group)
@@ -366,7 +369,10 @@ class ProxyController:
             self._finish(key, rec.Step(backoff=True))
 
     def _plan_one(self, key: str, reconciler: Reconciler, planned: dict) -> None:
-        obj = self.informer.get(key)
+        obj = self.informer.snapshot(key)  # the one read of this reconcile
+        if obj is BEHIND:
+            self._let_go(key)  # the watch has not delivered our last write yet: it queues the key
+            return
         if obj is None:
             self._drop(key)
             return
@@ -394,16 +400,10 @@ class ProxyController:
         action = dataclasses.replace(step.action, resource_version=str(meta.get("resourceVersion") or ""))
         planned[key] = (action, obj)
 
-    def _apply_one(self, key: str, action: rec.Action, answer: rec.Answer, reconciler: Reconciler) -> None:
-        obj = self.informer.get(key)
-        if obj is None or (obj.get("metadata") or {}).get("uid") != action.uid:
-            # Gone, or deleted and created again under the same name: the answer is about an
-            # object that no longer exists (a new one is planned from scratch).
-            if obj is None:
-                self._drop(key)
-            else:
-                self._replan(key)
-            return
+    def _apply_one(
+        self, key: str, action: rec.Action, answer: rec.Answer, obj: dict, reconciler: Reconciler
+    ) -> None:
+        """The answer, recorded on the object its action was planned from (``obj``)."""
         self._note_poll(obj, action, answer)
         self._apply_to(key, obj, action, answer, reconciler)
 
@@ -411,7 +411,9 @@ class ProxyController:
         self, key: str, obj: dict, action: rec.Action, answer: rec.Answer, reconciler: Reconciler
     ) -> None:
         """Record ``answer`` on ``obj`` (one snapshot, written with its resourceVersion). On a
-        conflict the answer is filed for the key's next reconcile and the key requeued."""
+        conflict (someone wrote the object meanwhile, or deleted and made it again) the answer is
+        filed for the key's next reconcile and the key requeued: that reconcile reads the object
+        afresh and drops an answer about another uid."""
         step = reconciler.apply(Proxy.from_object(obj), action, answer, self.observations.latest(key))
         try:
             latest = self.writes.commit(obj, step)
@@ -424,7 +426,7 @@ class ProxyController:
             return
         if step.status is not None and step.status.get("state") != "Running":
             self.observations.forget(key)  # a recreated instance is probed afresh
-        now = Proxy.from_object(self.informer.get(key) or latest)
+        now = Proxy.from_object(latest)
         if now.generation != action.generation or now.deleting != (action.phase == rec.PHASE_FINAL):
             self._replan(key)  # the Proxy changed while its call ran: plan again from the new state
             return

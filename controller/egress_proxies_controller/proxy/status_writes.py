@@ -2,8 +2,9 @@
 
 The status is written with the resourceVersion of the snapshot the step was decided from and
 never retried: a conflict raises ``client.Conflict`` and the caller files the answer and
-requeues. What is written is put into the informer's cache at once (read-your-writes), so a key
-planned again before its watch event arrives is planned from what was just written.
+requeues. What is written reaches the informer's cache through its watch, never from here: each
+write's answer is recorded in ``own_writes`` (kube/own_writes.py), so its watch event queues
+nothing and a key planned before that event arrives waits for it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 
 
 class StatusWrites:
-    def __init__(self, kube, informer):
-        self.kube, self.informer = kube, informer
+    def __init__(self, kube, own_writes):
+        self.kube, self.own_writes = kube, own_writes
 
     def commit(self, obj: dict, step: rec.Step):
         """Finalizer, then status, then Events; returns the latest object (None when gone).
@@ -34,16 +35,16 @@ class StatusWrites:
             if os.environ.get(FAULT_ENV, "") == "after-finalizer":
                 log.error("fault injection after-finalizer: dying before the create")
                 os._exit(137)
-            self.informer.store(obj)
+            self.own_writes.wrote(obj)
         if step.status is not None:
             written = self.kube.write_status(obj, lambda _current: step.status, retry=False)
             if written is not None:
                 obj = written
-                self.informer.store(obj)
+                self.own_writes.wrote(obj)
         for event_type, reason, message in step.events:
             self.kube.event(obj, event_type, reason, message, COMPONENT)
         if step.remove_finalizer:
             obj = self.kube.set_finalizer(obj, False)
             if obj is not None:
-                self.informer.store(obj)
+                self.own_writes.wrote(obj)
         return obj
