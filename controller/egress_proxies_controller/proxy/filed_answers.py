@@ -1,7 +1,7 @@
 """Answers a status write could not record yet, kept for the key's next reconcile.
 
 A provider's answer (an instance created, a poll, a delete) is applied to the Proxy as the
-informer's cache holds it, guarded by that resourceVersion. When someone wrote the object in the
+reconcile read it (its one snapshot), guarded by that resourceVersion. When someone wrote the object in the
 meantime (409), the answer is not re-applied to a fresh copy in the same breath: it is filed here
 under the key with the action it answers (uid, generation, resourceVersion) and the key is simply
 requeued, as controller-runtime does; the next reconcile reads the object once and applies the
