@@ -18,8 +18,12 @@ run per reconcile; as many reconciles at once as CPUs, here 2), using the same c
 writes and provider calls in this process; the batch mode's time over it is the controller's
 own share of a burst (issue 30 asks at most 1.5x).
 
+``--base REV`` measures the batch mode with REV's controller too, right after this tree's, on
+the same control plane (``bench/base_tree.py``: REV's tree run with this venv), and prints the
+ratio: the side-by-side comparison with main that issue 30 asks for.
+
 Usage: .venv/bin/python bench/controller_scale.py [--counts 100,1000] [--modes batch,per-proxy,floor]
-       [--budget 900]
+       [--budget 900] [--base main]
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path[:0] = [
     os.path.join(ROOT, ".venv", "collections"),
 ]
 
+import base_tree  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
@@ -169,7 +174,11 @@ def create_proxies(custom, namespace: str, count: int, name_format: str) -> None
         )
 
 
-def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) -> dict:
+def run_one(
+    admin, plane, workdir: str, count: int, mode: str, budget: float, tree: dict | None = None
+) -> dict:
+    """One measured burst; ``tree``: another revision's code and collections (``--base``)."""
+    tree = tree or {}
     namespace = kube_testlib.create_namespace(admin, prefix="bench")
     custom = k8s.CustomObjectsApi(admin)
     kubeconfig = e2e_lib.service_account_kubeconfig(
@@ -179,7 +188,8 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
     rundir = tempfile.mkdtemp(prefix="%s-%d-" % (mode, count), dir=workdir)
     proc = e2e_lib.ControllerProcess(rundir, kubeconfig, providers, namespace, "lease-" + namespace)
     timing = KWOK_TIMING
-    proc.start(extra_args=MODES[mode] + timing)
+    code = {"code": tree["code"], "collections": tree["collections"]} if tree else {}
+    proc.start(extra_args=MODES[mode] + timing, **code)
     proc.wait_ready()
     started = time.monotonic()
     create_proxies(custom, namespace, count, "p%04d")
@@ -235,7 +245,7 @@ def run_one(admin, plane, workdir: str, count: int, mode: str, budget: float) ->
     cleaner.stop()
     kube_testlib.delete_namespace(admin, namespace)
     return {
-        "mode": mode,
+        "mode": mode + ("@" + tree["label"] if tree else ""),
         "count": count,
         "ready": ready,
         "seconds": elapsed,
@@ -252,21 +262,31 @@ def main() -> None:
     parser.add_argument("--counts", default="100,1000")
     parser.add_argument("--modes", default="batch,per-proxy")
     parser.add_argument("--budget", type=float, default=900.0, help="seconds per run before giving up")
+    parser.add_argument("--base", default="", help="also measure the batch mode of this revision (e.g. main)")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     workdir = tempfile.mkdtemp(prefix="bench-controller-")
+    base = {}
+    if args.base:
+        code, collections = base_tree.export(args.base, os.path.join(workdir, "base"))
+        base = {"code": code, "collections": collections, "label": base_tree.short(args.base)}
+    modes = []
+    for mode in args.modes.split(","):
+        modes.append((mode, None))
+        if mode == "batch" and base:
+            modes.append((mode, base))
     plane, admin = kwok_plane(workdir, max(counts) * 2 + 100)
     try:
         rows = []
         for count in counts:
-            for mode in args.modes.split(","):
-                print("== %s, %d Proxies" % (mode, count), flush=True)
+            for mode, tree in modes:
+                print("== %s%s, %d Proxies" % (mode, " @" + tree["label"] if tree else "", count), flush=True)
                 if mode == "floor":
                     import burst_floor
 
                     row = burst_floor.run(admin, plane, workdir, count, args.budget)
                 else:
-                    row = run_one(admin, plane, workdir, count, mode, args.budget)
+                    row = run_one(admin, plane, workdir, count, mode, args.budget, tree)
                 rows.append(row)
                 print(
                     "   -> %(mode)s N=%(count)d: %(ready)d Ready in %(seconds).1fs, cpu %(cpu).1fs, "
@@ -276,11 +296,11 @@ def main() -> None:
         print()
         print("Proxies to Ready through the controller (kubernetes provider on kwok), 2 cores")
         print(
-            "%-10s %6s %10s %8s %10s %10s %8s" % ("mode", "N", "ready", "seconds", "cpu s", "rss MiB", "runs")
+            "%-16s %6s %10s %8s %10s %10s %8s" % ("mode", "N", "ready", "seconds", "cpu s", "rss MiB", "runs")
         )
         for r in rows:
             print(
-                "%-10s %6d %10s %8.1f %10.1f %10.1f %8d"
+                "%-16s %6d %10s %8.1f %10.1f %10.1f %8d"
                 % (
                     r["mode"],
                     r["count"],
@@ -298,6 +318,19 @@ def main() -> None:
                 print(
                     "N=%d: batch/floor: time %.2fx (%.1f s against %.1f s)"
                     % (count, b["seconds"] / f["seconds"], b["seconds"], f["seconds"])
+                )
+            if base and "batch" in by_mode and "batch@" + base["label"] in by_mode:
+                b, m = by_mode["batch"], by_mode["batch@" + base["label"]]
+                print(
+                    "N=%d: batch, this tree/%s: time %.2fx (%.1f s against %.1f s), cpu %.2fx"
+                    % (
+                        count,
+                        base["label"],
+                        b["seconds"] / m["seconds"],
+                        b["seconds"],
+                        m["seconds"],
+                        b["cpu"] / m["cpu"],
+                    )
                 )
             if "batch" in by_mode and "per-proxy" in by_mode:
                 b, p = by_mode["batch"], by_mode["per-proxy"]

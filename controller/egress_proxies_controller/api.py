@@ -9,6 +9,9 @@ PROXY_KIND = "Proxy"
 HEALTH_PLURAL = "providerhealths"
 HEALTH_KIND = "ProviderHealth"
 
+#: the source component of every Event the controller records (Proxies, pools, Leases)
+EVENT_COMPONENT = "egress-proxies-controller"
+
 FINALIZER = "crawl.example.com/proxy-cleanup"
 SKIP_CLEANUP_ANNOTATION = "crawl.example.com/skip-cleanup"
 

@@ -8,7 +8,7 @@ metric and /readyz say it.
 
 from __future__ import annotations
 
-from ..proxy.status_writes import COMPONENT
+from .. import api
 
 LEASE_API = "coordination.k8s.io/v1"
 
@@ -56,4 +56,4 @@ class LeaseReports:
         self._event("Warning", "ProvidersMissing", message)
 
     def _event(self, event_type: str, reason: str, message: str) -> None:
-        self.kube.event(self.lease, event_type, reason, message, COMPONENT, "Lease", LEASE_API)
+        self.kube.event(self.lease, event_type, reason, message, api.EVENT_COMPONENT, "Lease", LEASE_API)

@@ -32,6 +32,7 @@ import time
 from .. import collection  # noqa: F401  # pylint: disable=unused-import
 
 # isort: split
+from .. import api
 from ..kube import conditions
 from ..kube.informer import Informer, key_of
 from ..kube.workqueue import WorkQueue
@@ -56,7 +57,6 @@ from .publish import Publisher
 # isort: split
 
 log = logging.getLogger("egress_proxies_controller.pool")
-COMPONENT = "egress-proxies-controller"
 
 
 def _reason(exc: Exception) -> str:
@@ -300,7 +300,7 @@ class PoolController(PeriodicLoop):
         for event_type, reason, message in events:
             if reason == "PublishFailed":
                 log.warning("pool %s/%s: %s", pool.namespace, pool.name, message)
-            self.kube.event(obj, event_type, reason, message, COMPONENT, kind=POOL_KIND)
+            self.kube.event(obj, event_type, reason, message, api.EVENT_COMPONENT, kind=POOL_KIND)
 
     def _create_members(self, pool_key: str, pool: Pool, creates: dict, revisions: dict, copy: str) -> int:
         """Each target's new members (expected before the calls: their watch events may come

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import os
 
+from .. import api
 from . import reconciler as rec
 
 log = logging.getLogger("egress_proxies_controller.proxy.controller")
-COMPONENT = "egress-proxies-controller"
 FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 
 
@@ -42,7 +42,7 @@ class StatusWrites:
                 obj = written
                 self.own_writes.wrote(obj)
         for event_type, reason, message in step.events:
-            self.kube.event(obj, event_type, reason, message, COMPONENT)
+            self.kube.event(obj, event_type, reason, message, api.EVENT_COMPONENT)
         if step.remove_finalizer:
             obj = self.kube.set_finalizer(obj, False)
             if obj is not None:
