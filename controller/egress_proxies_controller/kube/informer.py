@@ -27,14 +27,10 @@ import threading
 
 from ..proxy.spec import trim_inline_cloud_init
 from .client import ApiException, watch
+from .object_ids import key_of, resource_version
 from .own_writes import OwnWrites
 
 log = logging.getLogger("egress_proxies_controller.kube.informer")
-
-
-def key_of(obj: dict) -> str:
-    meta = obj.get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace", ""), meta.get("name", ""))
 
 
 PAGE_SIZE = 500
@@ -243,11 +239,4 @@ def _newer_or_other(obj: dict, current: dict | None) -> bool:
         return True
     if (obj.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
         return True
-    return _rv(obj) >= _rv(current)
-
-
-def _rv(obj: dict) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+    return resource_version(obj) >= resource_version(current)

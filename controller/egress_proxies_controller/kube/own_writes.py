@@ -18,21 +18,15 @@ from __future__ import annotations
 
 import threading
 
+from .object_ids import key_of, resource_version
+
 #: the newest versions kept per key: a reconcile writes at most three (finalizer, status,
 #: finalizer removal) before its watch events arrive
 KEPT = 4
 
 
 def _id(obj: dict) -> tuple:
-    meta = obj.get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace", ""), meta.get("name", "")), meta.get("uid"), _rv(obj)
-
-
-def _rv(obj: dict) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+    return key_of(obj), (obj.get("metadata") or {}).get("uid"), resource_version(obj)
 
 
 class OwnWrites:
