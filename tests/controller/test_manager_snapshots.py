@@ -283,7 +283,7 @@ def test_a_failed_run_backs_off_only_the_keys_it_held(providers_file):
     kube.put(latched)
     kube.put(proxy_object(name="p2", uid="uid-2"))
     m = manager(kube, FailingExecutor(), providers_file)
-    m._slots.acquire()  # as the loop does before handing a batch over
+    m._batch_slots.acquire()  # as the loop does before handing a batch over
     m._batch(m.queue.pop_due(100, 0))
     assert m.drain(30)
     assert m.queue.failures("ns/p2") == 1

@@ -82,7 +82,7 @@ class ProxyController:
         self._last_batch = float("-inf")  # when the last batch was dispatched
         self.metrics = metrics
         self.stop = threading.Event()
-        self._slots = threading.Semaphore(runs_in_flight)
+        self._batch_slots = threading.Semaphore(runs_in_flight)  # batches planned at once
         self.held = held or HeldKeys()  # shared with sharding's busy(shard)
         self._held = self.held.keys  # key -> the batch (its key list) or run (its group) processing it
         self._since = {}  # key -> when the queue handed it out (the reconcile-time metric)
@@ -151,16 +151,16 @@ class ProxyController:
                 if self.config.in_use is None:  # no good providers file yet: no provider calls
                     self.stop.wait(self.tick)
                     continue
-                if not self._slots.acquire(timeout=self.tick):
+                if not self._batch_slots.acquire(timeout=self.tick):
                     continue
                 gather = self.min_batch_interval - (time.monotonic() - self._last_batch)
                 if gather > 0 and self.stop.wait(min(gather, self.min_batch_interval)):
-                    self._slots.release()
+                    self._batch_slots.release()
                     continue  # stopping
                 # Slack: the keys of one poll round come due microseconds apart, not together.
                 keys = self.queue.pop_due(self.batch_max + self.poll_batch_max, self.tick, POP_SLACK)
                 if not keys:
-                    self._slots.release()
+                    self._batch_slots.release()
                     continue
                 self._last_batch = time.monotonic()
                 with self._held_lock:  # shard_leases gives a shard up only once none is held here
@@ -173,7 +173,7 @@ class ProxyController:
                     self.queue.forget(key)
                     self.queue.done(key)
                 if not keys:
-                    self._slots.release()
+                    self._batch_slots.release()
                     continue
                 pool.submit(self._batch, keys)
         if not self.drain(self.drain_timeout):
@@ -213,7 +213,7 @@ class ProxyController:
             log.exception("batch of %d keys failed", len(keys))
             self._back_off_held(keys)
         finally:
-            self._slots.release()
+            self._batch_slots.release()
 
     def _process(self, keys: list) -> None:
         reconciler = self.reconciler
