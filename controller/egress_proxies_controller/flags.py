@@ -193,9 +193,9 @@ def _pools(g) -> None:
         (
             "--pool-resync",
             float,
-            30.0,
-            "seconds after which a ProxyPool is reconciled again with no event (its auth Secret's "
-            "content, a published object removed)",
+            300.0,
+            "seconds after which a ProxyPool is reconciled again with no event: a safety net for "
+            "what no watch tells (its endpoints Secret edited or removed by hand)",
         ),
         (
             "--pool-target-retry",

@@ -113,6 +113,51 @@ def test_a_pool_spreads_scales_publishes_and_goes_with_its_members(pools, origin
     assert pools.instances() == [] and pools.instances(pools.second_dir) == []
 
 
+@pytest.fixture
+def pools_without_resync(controller_api, kube_cluster, kube_namespace, tmp_path):
+    """The pool controller with a resync far beyond the test: only a watch can bring a pool round."""
+    env = PoolE2E(controller_api, kube_cluster, kube_namespace, tmp_path)
+    yield from test_e2e.started(env, ["--pool-resync", "3600"])
+
+
+def test_a_published_service_or_endpointslice_changed_by_hand_is_put_back_by_its_watch(
+    pools_without_resync,
+):
+    """The Service and the EndpointSlice a pool publishes are watched (the pool label selecting
+    them, under the shipped RBAC): one deleted or edited by hand is put back within seconds, not
+    at the resync."""
+    pools = pools_without_resync
+    core, discovery = k8s.CoreV1Api(pools.admin), k8s.DiscoveryV1Api(pools.admin)
+    pools.create_pool("web", {"replicas": 0, "template": {"provider": "local", "port": 3128}})
+    kube_testlib.wait_for("slice published", lambda: pools.slice_addresses("web") == [], timeout=60)
+    pools.wait_pool(
+        "web",
+        lambda obj: (obj.get("status") or {}).get("observedGeneration") == obj["metadata"]["generation"],
+        "pool web's status written",
+    )
+    edited = discovery.read_namespaced_endpoint_slice("web", pools.namespace)
+    edited.endpoints = [
+        k8s.V1Endpoint(addresses=["10.9.9.9"], conditions=k8s.V1EndpointConditions(ready=True))
+    ]
+    discovery.replace_namespaced_endpoint_slice("web", pools.namespace, edited)
+    assert pools.slice_addresses("web") == ["10.9.9.9"]
+    kube_testlib.wait_for(
+        "slice put back", lambda: pools.slice_addresses("web") == [], timeout=30, interval=0.5
+    )
+    first = core.read_namespaced_service("web", pools.namespace).metadata.uid
+    core.delete_namespaced_service("web", pools.namespace)
+
+    def service_again():
+        try:
+            return core.read_namespaced_service("web", pools.namespace).metadata.uid != first
+        except k8s.exceptions.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    kube_testlib.wait_for("Service made again", service_again, timeout=30, interval=0.5)
+
+
 def test_a_restarted_controller_keeps_the_pools_members_and_makes_none(pools):
     """The controller starts its pool loop after the Proxy cache synced: the loop must count the
     members already there (before the fix a restart made every pool's members again)."""

@@ -15,8 +15,8 @@ POOL_RULES = {
     (GROUP, "proxypools/finalizers"): {"update"},
     (GROUP, "proxies"): {"create", "delete"},
     ("", "secrets"): {"create", "update", "delete"},
-    ("", "services"): {"get", "create"},
-    ("discovery.k8s.io", "endpointslices"): {"get", "create", "update"},
+    ("", "services"): {"get", "list", "watch", "create"},
+    ("discovery.k8s.io", "endpointslices"): {"get", "list", "watch", "create", "update"},
 }
 
 

@@ -7,13 +7,14 @@ exist and makes again one whose content drifted, and does not repeat a problem's
 from __future__ import annotations
 
 import base64
+import copy
 
 import pytest
 from egress_proxies_controller.kube import conditions
 from egress_proxies_controller.pool.auth import PoolAuth
 from egress_proxies_controller.pool.publish import Publisher
 
-from .pool_fakes import controller, make_ready, pool_obj, tick
+from .pool_fakes import FakeInformer, controller, make_ready, pool_obj, tick
 
 
 def auth_pool() -> dict:
@@ -106,6 +107,63 @@ def test_a_published_object_edited_or_deleted_by_hand_is_put_back_at_the_pools_n
     assert text(ctl) == published
     ctl.pools.writes.clear()
     tick(ctl)
+    assert ctl.pools.writes == []
+
+
+def watching_published(ctl) -> FakeInformer:
+    """The published objects' informer, its watcher the controller's (as ``__init__`` wires it),
+    holding what the pool published; the round their arrival brings writes nothing."""
+    informer = FakeInformer()
+    informer.watchers.append(ctl._published_changed)
+    for kind in ("Service", "EndpointSlice"):
+        informer.apply_event("ADDED", copy.deepcopy(ctl.pools.others[kind]["web"]))
+    ctl.pools.writes.clear()
+    ctl.round()
+    assert ctl.pools.writes == []
+    return informer
+
+
+def test_a_service_or_endpointslice_deleted_or_edited_by_hand_is_put_back_at_once():
+    """Their watch brings the pool round with no resync: the round below does not move the
+    queue's clock, so only the event can have queued the pool."""
+    ctl = publishing(pool_obj())
+    informer = watching_published(ctl)
+    service = ctl.pools.others["Service"].pop("web")
+    ctl.pools.writes.clear()
+    ctl.round()
+    assert ctl.pools.writes == []  # nothing told the loop yet
+    informer.apply_event("DELETED", service)
+    ctl.round()
+    assert ctl.pools.writes == [("create", "Service", "web")]
+    edited = ctl.pools.others["EndpointSlice"]["web"]
+    good = edited["endpoints"]
+    edited["endpoints"] = [*good, {"addresses": ["10.9.9.9"], "conditions": {"ready": True}}]
+    edited["metadata"]["resourceVersion"] = "7"
+    ctl.pools.writes.clear()
+    informer.apply_event("MODIFIED", edited)
+    ctl.round()
+    assert ctl.pools.writes == [("replace", "EndpointSlice", "web")]
+    assert ctl.pools.others["EndpointSlice"]["web"]["endpoints"] == good
+    ctl.pools.writes.clear()
+    informer.apply_event("MODIFIED", ctl.pools.others["EndpointSlice"]["web"])  # our write, back
+    ctl.round()
+    assert ctl.pools.writes == []
+
+
+def test_an_object_no_pool_controls_brings_no_pool_round():
+    ctl = publishing(pool_obj())
+    informer = watching_published(ctl)
+    ctl.pools.others["Service"].pop("web")
+    stray = {"metadata": {"name": "other", "namespace": "ns", "labels": {"crawl.example.com/pool": "web"}}}
+    informer.apply_event("ADDED", stray)
+    informer.apply_event("DELETED", stray)
+    theirs = copy.deepcopy(stray)
+    theirs["metadata"]["ownerReferences"] = [
+        {"kind": "Deployment", "name": "web", "uid": "d", "controller": True}
+    ]
+    informer.apply_event("ADDED", theirs)
+    informer.apply_event("DELETED", theirs)
+    ctl.round()
     assert ctl.pools.writes == []
 
 

@@ -42,13 +42,14 @@ from . import status as pool_status
 from .auth import PoolAuth, source_name
 from .decision import decide, member_body
 from .expectations import Expectations
-from .kube_calls import PoolKube
+from .kube_calls import WATCHED_KINDS, PoolKube
 from .members import MemberIndex
 from .model import (
     POOL_FINALIZER,
     POOL_KIND,
     Member,
     Pool,
+    owner_key,
     owner_uid,
     parse_time,
 )
@@ -57,6 +58,11 @@ from .publish import Publisher
 # isort: split
 
 log = logging.getLogger("egress_proxies_controller.pool")
+
+
+def _ignore(_key: str) -> None:
+    """The published objects' informers queue their pools through a watcher (which sees the
+    object, and so its owner), not through ``on_change`` (which sees only its key)."""
 
 
 def _reason(exc: Exception) -> str:
@@ -76,7 +82,7 @@ class PoolController(PeriodicLoop):
         namespace: str | None,
         *,
         interval: float = 1.0,
-        resync: float = 30.0,
+        resync: float = 300.0,
         auth_recheck: float = 5.0,
         target_retry: float = 300.0,
         expectation_ttl: float = 300.0,
@@ -100,6 +106,11 @@ class PoolController(PeriodicLoop):
         self.expectations = Expectations(expectation_ttl)
         self._index_cached(proxy_informer)
         self.informer = Informer(kube, namespace, self.due.add, lister=self.pools.list_pools)
+        self.published = [
+            Informer(kube, namespace, _ignore, lister=self.pools.owned_lister(kind)) for kind in WATCHED_KINDS
+        ]
+        for informer in self.published:
+            informer.watchers.append(self._published_changed)
         self.publisher = Publisher(self.pools)
         self.auth = PoolAuth(self.pools)
         self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
@@ -114,10 +125,14 @@ class PoolController(PeriodicLoop):
         import threading
 
         threading.Thread(target=self.informer.run, name="pool-informer", daemon=True).start()
+        for kind, informer in zip(WATCHED_KINDS, self.published, strict=True):
+            threading.Thread(target=informer.run, name="pool-%s-informer" % kind.lower(), daemon=True).start()
         return super().start()
 
     def stop(self, timeout: float = 30.0) -> None:
         self.informer.stop()
+        for informer in self.published:
+            informer.stop()
         self.due.shutdown()
         super().stop(timeout)
 
@@ -132,6 +147,13 @@ class PoolController(PeriodicLoop):
     def _member_changed(self, key: str, old: dict | None, new: dict | None) -> None:
         for pool_key in self.members.changed(key, old, new):
             self.expectations.observe(pool_key, key, old, new)
+            self.due.add(pool_key)
+
+    def _published_changed(self, _key: str, old: dict | None, new: dict | None) -> None:
+        """A Service or EndpointSlice a pool published changed or went (by hand, or our own
+        write coming back): its pool is reconciled, which puts it back when it is not right."""
+        pool_key = owner_key(new or old or {})
+        if pool_key:
             self.due.add(pool_key)
 
     def resync_all(self) -> None:
@@ -190,7 +212,7 @@ class PoolController(PeriodicLoop):
         """Seconds until the pool must be looked at with no event: the oldest member reaching
         maxAge, a skipped target's retry, ``auth_recheck`` with template.auth (Secrets are not
         watched: that would take reading every Secret), or ``resync`` (a safety net for what no
-        watch tells, such as a published object removed)."""
+        watch tells: the endpoints Secret edited or removed)."""
         pool, now = Pool.from_object(obj), self.clock()
         waits = [self.resync]
         if source_name(pool):

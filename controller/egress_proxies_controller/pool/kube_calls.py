@@ -1,5 +1,8 @@
 """The API calls of the pool reconciler: pools, their member Proxies and what they publish.
 
+Secrets, Services and EndpointSlices are read as the API server's JSON (``_preload_content=False``):
+the client's models would be built only to be turned back into dicts, at several times the CPU.
+
 Writes are guarded by resourceVersion and never retried here: a conflict (409) means the cache
 was behind, and the next tick plans again from the newer object. A member is deleted with a
 UID precondition, so only the very Proxy the plan saw (one the pool controls) can go.
@@ -7,9 +10,16 @@ UID precondition, so only the very Proxy the plan saw (one the pool controls) ca
 
 from __future__ import annotations
 
+import base64
+import json
+
 from .. import api
 from ..kube.client import ApiException, client
-from .model import POOL_FINALIZER, POOL_PLURAL
+from .model import POOL_FINALIZER, POOL_LABEL, POOL_PLURAL
+
+#: the kinds a pool publishes that its loop watches (its Secrets it cannot: that would take
+#: listing every Secret of the namespace)
+WATCHED_KINDS = ("Service", "EndpointSlice")
 
 
 class PoolKube:
@@ -104,12 +114,37 @@ class PoolKube:
             "EndpointSlice": self.discovery.read_namespaced_endpoint_slice,
         }[kind]
         try:
-            obj = reader(name, namespace, _request_timeout=self.timeout)
+            return _json(reader(name, namespace, _request_timeout=self.timeout, _preload_content=False))
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        return self.kube.api_client.sanitize_for_serialization(obj)
+
+    def owned_lister(self, kind: str):
+        """The informer's lister of the ``kind`` objects pools publish (those with the pool
+        label), in ``namespace`` or every namespace: a list answers a dict, a watch (the client's
+        ``Watch`` asks with ``watch=True``) the raw response it streams."""
+        api_of, namespaced, every = {
+            "Service": ("core", "list_namespaced_service", "list_service_for_all_namespaces"),
+            "EndpointSlice": (
+                "discovery",
+                "list_namespaced_endpoint_slice",
+                "list_endpoint_slice_for_all_namespaces",
+            ),
+        }[kind]
+
+        def lister(namespace, **kwargs):
+            client_api = getattr(self, api_of)
+            kwargs["label_selector"] = POOL_LABEL
+            if not kwargs.get("watch"):
+                kwargs["_preload_content"] = False
+            if namespace:
+                answer = getattr(client_api, namespaced)(namespace, **kwargs)
+            else:
+                answer = getattr(client_api, every)(**kwargs)
+            return answer if kwargs.get("watch") else _json(answer)
+
+        return lister
 
     def create(self, kind: str, namespace: str, body: dict) -> None:
         creator = {
@@ -129,13 +164,15 @@ class PoolKube:
     def auth_credentials(self, namespace: str, name: str) -> tuple:
         """(username, password) from a pool template's auth Secret; LookupError (naming the
         Secret and key, never a value) when it cannot be had."""
-        import base64
-
         try:
-            secret = self.core.read_namespaced_secret(name, namespace, _request_timeout=self.timeout)
+            secret = _json(
+                self.core.read_namespaced_secret(
+                    name, namespace, _request_timeout=self.timeout, _preload_content=False
+                )
+            )
         except ApiException as exc:
             raise LookupError("auth Secret %s/%s: %s" % (namespace, name, exc.reason)) from None
-        data = secret.data or {}
+        data = secret.get("data") or {}
         out = []
         for key in ("username", "password"):
             if not data.get(key):
@@ -147,3 +184,8 @@ class PoolKube:
                     "auth Secret %s/%s key %r is not UTF-8 text" % (namespace, name, key)
                 ) from None
         return tuple(out)
+
+
+def _json(response) -> dict:
+    """The body of a raw (``_preload_content=False``) answer, as the API server sent it."""
+    return json.loads(response.data)
