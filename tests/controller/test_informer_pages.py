@@ -127,3 +127,19 @@ def test_against_the_api_server_every_page_arrives_and_nothing_is_trimmed_that_a
     assert "managedFields" not in cached["metadata"]
     assert cached["metadata"]["uid"] and cached["metadata"]["generation"] == 1
     assert cached["spec"]["provider"] == "local"
+
+
+def test_a_refused_list_names_its_resource_in_the_log(caplog):
+    """The pool loop runs three informers beside the Proxies' one: a controller upgraded without
+    the new role (services list/watch refused) must say which list fails, not just that one does."""
+    informer = None
+
+    def refused(_namespace, **_kwargs):
+        informer.stop()  # one attempt: run() returns after logging it
+        raise ApiException(status=403, reason="Forbidden")
+
+    informer = informer_mod.Informer(None, "ns", lambda _key: None, lister=refused, resource="services")
+    with caplog.at_level("WARNING", logger="egress_proxies_controller.kube.informer"):
+        informer.run()
+    assert [r.getMessage() for r in caplog.records] == ["services: list/watch failed: Forbidden; retrying"]
+    assert not informer.synced.is_set()

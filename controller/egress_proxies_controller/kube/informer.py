@@ -65,9 +65,11 @@ class Informer:
         watch_timeout: int = 300,
         page_size: int = PAGE_SIZE,
         lister=None,
+        resource: str = "proxies",
     ):
         self.kube = kube
         self.lister = lister or kube.list_proxies  # the pool reconciler lists ProxyPools with it
+        self.resource = resource  # what the lister lists, as RBAC names it: in every log line
         self.namespace = namespace
         self.on_change = on_change  # called with the key of an object whose reconcile-relevant parts changed
         # called with (key, old, new) for every change of the cache, status included (new is None
@@ -142,13 +144,13 @@ class Informer:
                 version = self._watch_from(version)
             except ApiException as exc:
                 if exc.status == 410:
-                    log.info("watch expired (410 Gone): relisting")
+                    log.info("%s: watch expired (410 Gone): relisting", self.resource)
                     version = None
                     continue
-                log.warning("list/watch failed: %s; retrying", exc.reason)
+                log.warning("%s: list/watch failed: %s; retrying", self.resource, exc.reason)
                 self._stop.wait(2.0)
             except Exception as exc:  # connection reset, timeouts: resume from the last version
-                log.warning("watch interrupted: %s; resuming", exc)
+                log.warning("%s: watch interrupted: %s; resuming", self.resource, exc)
                 self._stop.wait(1.0)
 
     def _tell(self, key: str, old: dict | None, new: dict | None) -> None:
@@ -192,7 +194,9 @@ class Informer:
                 if exc.status != 410 or not token:
                     raise
                 log.info(
-                    "list continuation expired (410) after %d objects: listing without pages", len(objects)
+                    "%s: list continuation expired (410) after %d objects: listing without pages",
+                    self.resource,
+                    len(objects),
                 )
                 page = self.lister(self.namespace, _request_timeout=60)
                 self.list_pages += 1

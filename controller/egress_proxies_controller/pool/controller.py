@@ -105,9 +105,12 @@ class PoolController(PeriodicLoop):
         self.members = MemberIndex()
         self.expectations = Expectations(expectation_ttl)
         self._index_cached(proxy_informer)
-        self.informer = Informer(kube, namespace, self.due.add, lister=self.pools.list_pools)
+        self.informer = Informer(
+            kube, namespace, self.due.add, lister=self.pools.list_pools, resource="proxypools"
+        )
         self.published = [
-            Informer(kube, namespace, _ignore, lister=self.pools.owned_lister(kind)) for kind in WATCHED_KINDS
+            Informer(kube, namespace, _ignore, lister=self.pools.owned_lister(kind), resource=resource)
+            for kind, resource in WATCHED_KINDS.items()
         ]
         for informer in self.published:
             informer.watchers.append(self._published_changed)
@@ -125,8 +128,10 @@ class PoolController(PeriodicLoop):
         import threading
 
         threading.Thread(target=self.informer.run, name="pool-informer", daemon=True).start()
-        for kind, informer in zip(WATCHED_KINDS, self.published, strict=True):
-            threading.Thread(target=informer.run, name="pool-%s-informer" % kind.lower(), daemon=True).start()
+        for informer in self.published:
+            threading.Thread(
+                target=informer.run, name="pool-%s-informer" % informer.resource, daemon=True
+            ).start()
         return super().start()
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -17,9 +17,9 @@ from .. import api
 from ..kube.client import ApiException, client
 from .model import POOL_FINALIZER, POOL_LABEL, POOL_PLURAL
 
-#: the kinds a pool publishes that its loop watches (its Secrets it cannot: that would take
-#: listing every Secret of the namespace)
-WATCHED_KINDS = ("Service", "EndpointSlice")
+#: the kinds a pool publishes that its loop watches, and their resources as RBAC names them (its
+#: Secrets it cannot: that would take listing every Secret of the namespace)
+WATCHED_KINDS = {"Service": "services", "EndpointSlice": "endpointslices"}
 
 
 class PoolKube:
