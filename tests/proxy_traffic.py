@@ -66,7 +66,9 @@ def until(what: str, check, seconds: float = 20.0):
     while True:
         try:
             value = check()
-        except ConnectionRefusedError:  # a reconfiguring Squid reopens its port
+        except (ConnectionError, http.client.HTTPException):
+            # Squid's reconfigure closes and reopens its port: a connect is refused, or one
+            # already accepted is reset or cut before a whole status line.
             value = False
         if value or time.monotonic() > end:
             assert value, "%s never happened" % what

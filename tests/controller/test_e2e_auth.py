@@ -11,12 +11,11 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import time
 import uuid
 
 import pytest
 from kubernetes import client as k8s
-from proxy_traffic import fetch_via, origin_server
+from proxy_traffic import fetch_via, origin_server, until
 
 from . import e2e_lib, test_e2e
 from .e2e_lib import condition
@@ -34,19 +33,6 @@ def _secret(username: str, password: str) -> dict:
         "username": base64.b64encode(username.encode()).decode(),
         "password": base64.b64encode(password.encode()).decode(),
     }
-
-
-def _until(what: str, check, timeout: float = 60) -> None:
-    """Wait (bounded) for the controller's next poll to reach the instance; not a timing test."""
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            if check():
-                return
-        except ConnectionRefusedError:
-            pass  # a reconfiguring Squid reopens its port
-        assert time.monotonic() < end, "%s never happened" % what
-        time.sleep(0.3)
 
 
 def test_auth_from_a_secret_end_to_end(e2e):
@@ -91,16 +77,19 @@ def test_auth_from_a_secret_end_to_end(e2e):
         assert fetch_via(ip, 3128, origin, OUT_OF_RANGE, ("crawler", first))[0] == 403
 
         core.patch_namespaced_secret("creds", e2e.namespace, {"data": _secret("crawler", second)})
-        _until(
+        until(
             "the rotated password accepted",
             lambda: fetch_via(ip, 3128, origin, IN_RANGE, ("crawler", second))[0] == 200,
+            60,
         )
         assert fetch_via(ip, 3128, origin, IN_RANGE, ("crawler", first))[0] == 407
         rotated = e2e.custom.get_namespaced_custom_object(
             e2e_lib.GROUP, e2e_lib.VERSION, e2e.namespace, e2e_lib.PLURAL, "authp"
         )
         assert (rotated["status"]["providerID"], rotated["status"]["ip"]) == (provider_id, ip), "in place"
-        _until("the rotation's Event", lambda: "CredentialsRotated" in [r for r, _m in e2e.events("authp")])
+        until(
+            "the rotation's Event", lambda: "CredentialsRotated" in [r for r, _m in e2e.events("authp")], 60
+        )
 
         # Content the module would refuse: reported, the instance keeps its last credentials,
         # and the probe (sent without any) sees the 407 as its own reason.

@@ -5,11 +5,10 @@ password never printed, even at -vvvv."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
-from proxy_traffic import fetch_via, origin_server
+from proxy_traffic import fetch_via, origin_server, until
 
 from .local_env import instance_dirs
 from .playbook import run_playbook
@@ -83,7 +82,10 @@ def test_auth_through_the_module_with_rotation(tmp_path, ranged):
         )
         assert omitted.rc == 0 and omitted["no auth"]["changed"] is False
         assert [r["op"] for r in omitted["no auth"]["telemetry"]] == ["get"]  # never opened by omission
-        assert _eventually(lambda: fetch_via(ip, 3128, origin, ALLOWED, ("crawler", rotated))[0] == 200)
+        until(
+            "the rotated password accepted",
+            lambda: fetch_via(ip, 3128, origin, ALLOWED, ("crawler", rotated))[0] == 200,
+        )
         assert fetch_via(ip, 3128, origin, ALLOWED, ("crawler", SENTINEL))[0] == 407
         assert fetch_via(ip, 3128, origin, ALLOWED)[0] == 407
 
@@ -93,18 +95,6 @@ def test_auth_through_the_module_with_rotation(tmp_path, ranged):
     for path in state.rglob("*"):
         if path.is_file():
             assert SENTINEL.encode() not in path.read_bytes(), path
-
-
-def _eventually(check, tries: int = 100) -> bool:
-    """Squid rereads its configuration after a rotation; wait for it (bounded), not time it."""
-    for _try in range(tries):
-        try:
-            if check():
-                return True
-        except ConnectionRefusedError:
-            pass
-        time.sleep(0.2)
-    return False
 
 
 BAD = [
