@@ -157,8 +157,10 @@ def kwok_providers(kubeconfig: str, installation: str) -> dict:
     }
 
 
-def create_proxies(custom, namespace: str, count: int, name_format: str) -> None:
-    """``count`` Proxies on that provider, named by ``name_format``, created 8 at a time."""
+def create_proxies(custom, namespace: str, count: int, name_format: str, spec: dict | None = None) -> None:
+    """``count`` Proxies on that provider (``spec``, default the provider alone), named by
+    ``name_format``, created 8 at a time."""
+    spec = spec or {"provider": "k8s"}
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(
             pool.map(
@@ -167,7 +169,7 @@ def create_proxies(custom, namespace: str, count: int, name_format: str) -> None
                     "v1alpha1",
                     namespace,
                     "proxies",
-                    e2e_lib.proxy_body(name_format % i, {"provider": "k8s"}),
+                    e2e_lib.proxy_body(name_format % i, spec),
                 ),
                 range(count),
             )

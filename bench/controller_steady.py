@@ -8,12 +8,13 @@ every Running Proxy of a provider polled in one round per interval; ``spread``:
 ``--no-poll-rounds``, each Proxy polled one interval after its last answer, as before issue
 18's rounds). With ``--pools P`` (issue 30) a second fleet holds the same N Proxies as the
 members of P ProxyPools of N/P each (the pools create them), so the two fleets differ only in
-the pools; with ``--base REV`` every fleet is measured with REV's controller too
-(``bench/base_tree.py``: REV's tree run with this venv). Each fleet is brought up by the first
-measurement's controller (this tree's), which is then measured on it; every later measurement
-restarts the controller on the held fleet, and one that does not find the fleet held after the
-settle ends that fleet's measurements with what it found. It prints, per fleet, tree and
-variant:
+the pools; with ``--auth`` every Proxy and pool template has ``spec.auth`` (one Secret, whose
+version each pool's loop asks every recheck); with ``--base REV`` every fleet is measured with
+REV's controller too (``bench/base_tree.py``: REV's tree run with this venv). Each fleet is
+brought up by the first measurement's controller (this tree's), which is then measured on it;
+every later measurement restarts the controller on the held fleet, and one that does not find
+the fleet held after the settle ends that fleet's measurements with what it found. It prints,
+per fleet, tree and variant:
 
 * controller CPU (its own plus every child it waited for: ansible-runner, ansible-playbook and
   the modules) as cores on average over the hold, and peak RSS;
@@ -34,12 +35,13 @@ REV.
 
 Usage: .venv/bin/python bench/controller_steady.py [--count 1000] [--hold 120] [--running-poll 60]
        [--variants rounds,spread] [--min-batch-interval 0] [--churn 0.1] [--settle 90]
-       [--pools 100] [--base main]
+       [--pools 100] [--auth] [--base main]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import concurrent.futures
 import os
 import re
@@ -119,6 +121,7 @@ def api_requests(admin) -> dict:
 VARIANTS = {"rounds": [], "spread": ["--no-poll-rounds"]}
 GROUP, VERSION = "crawl.example.com", "v1alpha1"
 THIS = "this tree"
+AUTH_SECRET = "bench-creds"
 
 
 def controller_requests(metrics: str) -> float:
@@ -180,7 +183,26 @@ def fleet_state(custom, namespace: str) -> tuple:
     return sum(1 for o in items if e2e_lib.is_ready(o)), len(items)
 
 
-def create_pools(custom, namespace: str, count: int, pools: int) -> None:
+def proxy_spec(args) -> dict:
+    """The plain Proxies' spec and the pools' template: with ``--auth``, credentials from the
+    one Secret ``AUTH_SECRET`` (a pool member names the pool's copy of it)."""
+    spec = {"provider": "k8s"}
+    if args.auth:
+        spec["auth"] = {"secretRef": {"name": AUTH_SECRET}}
+    return spec
+
+
+def create_auth_secret(admin, namespace: str) -> None:
+    core = k8s.CoreV1Api(admin)
+    data = {"username": b"bench", "password": b"Bench-steady-pw-1"}
+    body = {
+        "metadata": {"name": AUTH_SECRET},
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+    core.create_namespaced_secret(namespace, body)
+
+
+def create_pools(custom, namespace: str, count: int, pools: int, template: dict) -> None:
     """``pools`` ProxyPools of ``count // pools`` members each on the kwok provider: the pools
     create their members (the members are ordinary Proxies of the same spec as the plain ones)."""
     for i in range(pools):
@@ -188,7 +210,7 @@ def create_pools(custom, namespace: str, count: int, pools: int) -> None:
             "apiVersion": "%s/%s" % (GROUP, VERSION),
             "kind": "ProxyPool",
             "metadata": {"name": "pool-%03d" % i},
-            "spec": {"replicas": count // pools, "template": {"provider": "k8s"}},
+            "spec": {"replicas": count // pools, "template": template},
         }
         custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "proxypools", body)
 
@@ -211,6 +233,7 @@ def fleet(admin, plane, workdir: str, kind: str) -> dict:
         "kind": kind,
         "namespace": namespace,
         "custom": k8s.CustomObjectsApi(admin),
+        "admin": admin,
         "kubeconfig": kubeconfig,
         "providers": kwok_providers(kubeconfig, "steady-%s" % namespace[-6:]),
         "controllers": 0,
@@ -222,10 +245,12 @@ def bring_up(population: dict, args) -> None:
     ProxyPools (``pools``)."""
     custom, namespace, kind = population["custom"], population["namespace"], population["kind"]
     started = time.monotonic()
+    if args.auth:
+        create_auth_secret(population["admin"], namespace)
     if kind == "pools":
-        create_pools(custom, namespace, args.count, args.pools)
+        create_pools(custom, namespace, args.count, args.pools, proxy_spec(args))
     else:
-        create_proxies(custom, namespace, args.count, "s%05d")
+        create_proxies(custom, namespace, args.count, "s%05d", proxy_spec(args))
     kube_testlib.wait_for(
         "all Ready",
         progress(lambda: fleet_state(custom, namespace), args.count, kind),
@@ -433,6 +458,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--pools", type=int, default=0, help="also hold the N Proxies as members of this many ProxyPools"
+    )
+    parser.add_argument(
+        "--auth", action="store_true", help="every Proxy and pool template with spec.auth (one Secret)"
     )
     parser.add_argument("--base", default="", help="also measure the controller of this revision (e.g. main)")
     args = parser.parse_args()

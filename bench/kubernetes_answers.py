@@ -1,4 +1,4 @@
-"""Benchmark: the kubernetes provider's list and get, reading the API's JSON (answers.py) against
+"""Benchmark: the kubernetes provider's list and get, reading the API's JSON (helpers/kube_answers.py) against
 the client's models (what it did before).
 
 Starts the test control plane with kwok, creates N Pods through the provider (so they carry the
@@ -108,7 +108,7 @@ def main() -> None:
                 measured(lambda: [provider.get(i, Deadline(60)) for i in ids]),
             ),
         ]
-        print("\n| read | models: wall, CPU-s | JSON (answers.py): wall, CPU-s | CPU ratio |")
+        print("\n| read | models: wall, CPU-s | JSON (helpers/kube_answers.py): wall, CPU-s | CPU ratio |")
         print("|---|---|---|---|")
         for label, (m_wall, m_cpu), (j_wall, j_cpu) in rows:
             print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import itertools
+import json
 
 from egress_proxies_controller.kube.workqueue import WorkQueue
 from egress_proxies_controller.pool import controller as pool_reconciler
@@ -62,6 +63,7 @@ class FakePoolKube:
         self.secrets_deleted = []
         self.writes = []  # (verb, kind, name) of every create and replace
         self.uids = itertools.count(1)
+        self.version_reads = 0  # metadata-only reads of a Secret (secret_version)
 
     def auth_credentials(self, _namespace, name):
         secret = self.secrets.get(name)
@@ -70,6 +72,16 @@ class FakePoolKube:
         if "data" in secret:
             return tuple(base64.b64decode(secret["data"][k]).decode() for k in ("username", "password"))
         return secret["credentials"]
+
+    def auth_source(self, namespace, name):
+        return self.auth_credentials(namespace, name), self.secret_version(namespace, name)
+
+    def secret_version(self, _namespace, name):
+        """A version that changes with the Secret's content (the API server's changes on every
+        write): what the pool loop compares to tell a changed auth Secret."""
+        self.version_reads += 1
+        secret = self.secrets.get(name)
+        return None if secret is None else json.dumps(secret, sort_keys=True, default=str)
 
     def _store(self, kind) -> dict:
         return self.secrets if kind == "Secret" else self.others.setdefault(kind, {})
@@ -168,6 +180,7 @@ def controller(configured=("local", "second")):
     ctl.pools = FakePoolKube(proxies)
     ctl.queue_clock = Clock()
     ctl.due = WorkQueue(base_delay=1.0, max_delay=60.0, clock=ctl.queue_clock)
+    ctl.auth_checks = WorkQueue(clock=ctl.queue_clock)
     ctl.members = MemberIndex()
     ctl.expectations = Expectations(clock=ctl.queue_clock)
     proxies.watchers.append(ctl._member_changed)

@@ -113,19 +113,79 @@ def test_a_pool_comes_round_when_its_oldest_member_reaches_max_age():
     assert counting.reconciled == ["web"]
 
 
-def test_an_auth_pool_rereads_its_secret_every_recheck_and_no_sooner():
-    ctl, _queue = controller()
+def auth_pool(ctl) -> dict:
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "pass")}
     obj = pool_obj()
     obj["spec"]["template"]["auth"] = {"secretRef": {"name": "creds"}}
-    settled(ctl, obj)
+    return obj
+
+
+def test_an_auth_pool_asks_its_secrets_version_every_recheck_and_reads_nothing_else():
+    """Secrets are not watched: each recheck is one metadata-only read, and while the Secret is
+    unchanged no reconcile follows (before, every recheck was a whole reconcile: the Secret,
+    its copy and everything published read again)."""
+    ctl, _queue = controller()
+    settled(ctl, auth_pool(ctl))
     counting = Counting(ctl)
+    reads = ctl.pools.version_reads
     ctl.queue_clock.now += ctl.auth_recheck - 0.5
     ctl.round()
-    assert counting.secret_reads == 0
-    ctl.queue_clock.now += 1
+    assert (ctl.pools.version_reads - reads, counting.secret_reads) == (0, 0)
+    for recheck in range(1, 4):
+        ctl.queue_clock.now += ctl.auth_recheck
+        ctl.round()
+        assert ctl.pools.version_reads - reads == recheck
+    assert (counting.secret_reads, counting.reconciled) == (0, [])
+
+
+def test_a_changed_auth_secret_brings_its_pool_round_at_the_next_recheck():
+    ctl, _queue = controller()
+    settled(ctl, auth_pool(ctl))
+    counting = Counting(ctl)
+    ctl.pools.secrets["creds"] = {"credentials": ("crawler", "rotated")}
+    ctl.queue_clock.now += ctl.auth_recheck + 0.1
     ctl.round()
-    assert counting.secret_reads == 1
+    assert counting.reconciled == ["web"]
+    assert counting.secret_reads == 2, "the Secret, and the old copy its members still name"
+    assert len(ctl.pools.deleted) == 1, "the roll began: one member replaced under the budget"
+
+
+def test_an_auth_secret_that_cannot_be_read_is_retried_whole_every_recheck():
+    """Nothing recorded for a Secret never read whole: each recheck is a reconcile, which
+    reports the problem and makes its copy once the Secret is back."""
+    ctl, _queue = controller()
+    settled(ctl, auth_pool(ctl))
+    counting = Counting(ctl)
+    creds = ctl.pools.secrets.pop("creds")
+    for _recheck in range(3):
+        ctl.queue_clock.now += ctl.auth_recheck + 0.1
+        ctl.round()
+    assert counting.reconciled == ["web"] * 3
+    ctl.pools.secrets["creds"] = creds
+    ctl.queue_clock.now += ctl.auth_recheck + 0.1
+    ctl.round()
+    assert counting.reconciled == ["web"] * 4 and counting.secret_reads == 4
+    ctl.round()  # its status write (the problem gone) comes back through its watch
+    settled_count = len(counting.reconciled)
+    ctl.queue_clock.now += ctl.auth_recheck + 0.1
+    ctl.round()
+    assert len(counting.reconciled) == settled_count, "read whole again: back to the version check"
+
+
+def test_a_version_read_that_fails_reconciles_the_pool():
+    """A version that cannot be read never passes for unchanged: the pool is reconciled, which
+    reads the Secret itself and reports what it meets."""
+    ctl, _queue = controller()
+    settled(ctl, auth_pool(ctl))
+    counting = Counting(ctl)
+
+    def refused(_namespace, _name):
+        raise RuntimeError("Forbidden")
+
+    ctl.pools.secret_version = refused
+    ctl.queue_clock.now += ctl.auth_recheck + 0.1
+    ctl.round()
+    assert counting.reconciled == ["web"]
 
 
 def test_without_an_event_a_pool_is_still_reconciled_at_the_resync():

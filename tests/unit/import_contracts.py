@@ -120,6 +120,7 @@ CONTROLLER_MAY_IMPORT: tuple[str, ...] = (
     "helpers.proxy_auth",
     "telemetry.tracing",
     "helpers.uid_shards",
+    "helpers.kube_answers",
     # what those import in turn
     "core.errors",
     "helpers.excerpt",

@@ -158,7 +158,7 @@ ANSWERS_NOT_A_POD = {
 
 @pytest.mark.parametrize("answer", sorted(ANSWERS_NOT_A_POD))
 def test_a_200_that_is_not_the_object_asked_for_is_transient_never_an_instance(tmp_path, answer):
-    """The hot paths read the API's JSON themselves (answers.py): a 200 from something in front
+    """The hot paths read the API's JSON themselves (helpers/kube_answers.py): a 200 from something in front
     of the API server is neither an instance, an empty list, nor a create that happened."""
     body, content_type = ANSWERS_NOT_A_POD[answer]
     server = NotFoundServer(body, content_type, status=200)

@@ -13,14 +13,20 @@ credentials, 10 hex characters of it: it appears in names and labels that more p
 than the Secret, so it is as slow to guess a password from as the SHA-512 crypt hash a proxy
 keeps (more rounds), and computed once per content change (``PoolAuth._prints``, a cache).
 
-What exists is read from the API, never remembered: at every tick the current copy is read back
-(one ``get``) and made when missing, or deleted (UID precondition) and made again when its content
+What exists is read from the API, never remembered: at every reconcile the current copy is read
+back (one ``get``) and made when missing, or deleted (UID precondition) and made again when its content
 is not the credentials its name stands for; the other copies members name are read once a tick.
 So a restarted controller, or another replica taking over, makes no copy that exists and fixes
 one that drifted. Copies no member refers to any more (and that are not the current one) are
 deleted with the pool's UID checked on the object and as a precondition; the pool's
 ``status.authSecrets`` records which exist, so a controller restart forgets none. Any that
 remain go with the pool (owner reference).
+
+The user's Secret is not watched (that would take listing every Secret of the namespace): every
+recheck the pool loop asks whether it changed with one metadata-only ``get`` (``unchanged``: its
+resourceVersion against the one the last reconcile read, no value crosses the wire), and
+reconciles the pool only when it did. So a hand-deleted copy is made again at the pool's next
+reconcile (an event of the pool or a member, or the resync), not at the next recheck.
 """
 
 from __future__ import annotations
@@ -59,9 +65,28 @@ class PoolAuth:
         # function, 100,000 PBKDF2 rounds) so a pool re-reading its Secret every few seconds does
         # not compute it again; losing it costs one computation and never changes a decision.
         self._prints = {}
+        # pool uid -> (Secret name, resourceVersion) of the auth Secret the pool's last
+        # ``current`` read whole: ``unchanged`` compares it with a metadata-only read, so a pool
+        # is reconciled when its Secret changes, not every recheck. Losing it costs one
+        # reconcile; an unreadable Secret records nothing (the pool retries whole each recheck).
+        self._versions = {}
 
     def forget(self, uid: str) -> None:
         self._prints.pop(uid, None)
+        self._versions.pop(uid, None)
+
+    def read_whole(self, pool: Pool) -> bool:
+        """Whether the pool's last reconcile read its auth Secret whole (``unchanged`` can ask)."""
+        seen = self._versions.get(pool.uid)
+        return seen is not None and seen[0] == source_name(pool)
+
+    def unchanged(self, pool: Pool) -> bool:
+        """Whether the pool's auth Secret is the one its last reconcile read (one metadata-only
+        ``get``, no value read): False when it changed, went, or was never read whole."""
+        if not self.read_whole(pool):
+            return False
+        source, version = self._versions[pool.uid]
+        return self.kube.secret_version(pool.namespace, source) == version
 
     def current(self, pool: Pool) -> tuple:
         """(copy name, credentials) for new members, creating the copy if needed; ("", None)
@@ -70,7 +95,8 @@ class PoolAuth:
         source = source_name(pool)
         if not source:
             return "", None
-        username, password = self.kube.auth_credentials(pool.namespace, source)
+        self._versions.pop(pool.uid, None)
+        (username, password), version = self.kube.auth_source(pool.namespace, source)
         why = auth_secret.problem(username, password)
         if why:
             raise LookupError("auth Secret %s/%s: %s" % (pool.namespace, source, why))
@@ -80,6 +106,7 @@ class PoolAuth:
             self._prints[pool.uid] = known
         name = copy_name(pool, known[1])
         self._ensure_copy(pool, name, username, password)
+        self._versions[pool.uid] = (source, version)
         return name, (username, password)
 
     def _ensure_copy(self, pool: Pool, name: str, username: str, password: str) -> None:

@@ -2,14 +2,16 @@
 
 Driven by events, on a queue of its own (``due``): a pool is reconciled when it changes (its
 informer), when one of its members changes (the Proxy informer's watchers: ``members``
-keeps each pool's members, status included), when the providers file's names change (every
-pool), and at the times a pool must act with no event (``_next_check``: a member reaching
-maxAge, a skipped target's retry, the auth Secret re-read, a ``resync`` safety net). A round
-(every ``interval``, 1 s) takes the pools due and compares each with its members only; with
-nothing changed it reads nothing. Members are created with generated names, the pool label,
-their target and revision labels and a controller ownerReference to the pool; members are
-deleted (UID precondition) when scaled down, rotated or rolled; the Ready ones are published
-(publish.py); the status and Events are written. The existing Proxy reconciler does all
+keeps each pool's members, status included), when what it publishes changes (the Service and
+EndpointSlice informers), when the providers file's names change (every pool), when its auth
+Secret changed (Secrets are not watched: ``_check_auth_secrets`` asks with one metadata-only
+read per ``auth_recheck``), and at the times a pool must act with no event (``_next_check``: a
+member reaching maxAge, a skipped target's retry, a ``resync`` safety net). A round (every
+``interval``, 1 s) takes the pools due and compares each with its members only; with nothing
+changed it reads nothing but those auth Secrets' versions. Members are created with generated
+names, the pool label, their target and revision labels and a controller ownerReference to the
+pool; members are deleted (UID precondition) when scaled down, rotated or rolled; the Ready ones
+are published (publish.py); the status and Events are written. The existing Proxy reconciler does all
 instance work: a member is an ordinary Proxy.
 
 Nothing is written into an informer's cache: a member created or deleted is expected
@@ -42,7 +44,7 @@ from . import status as pool_status
 from .auth import PoolAuth, source_name
 from .decision import decide, member_body
 from .expectations import Expectations
-from .kube_calls import WATCHED_KINDS, PoolKube
+from .kube_calls import PoolKube
 from .members import MemberIndex
 from .model import (
     POOL_FINALIZER,
@@ -102,15 +104,21 @@ class PoolController(PeriodicLoop):
         self.may_act = may_act
         self.clock = clock
         self.due = WorkQueue(base_delay=1.0, max_delay=60.0)  # pool keys, fed by events
+        self.auth_checks = WorkQueue()  # keys of auth pools: when to ask if their Secret changed
         self.members = MemberIndex()
         self.expectations = Expectations(expectation_ttl)
         self._index_cached(proxy_informer)
         self.informer = Informer(
             kube, namespace, self.due.add, lister=self.pools.list_pools, resource="proxypools"
         )
+        # What the pools publish, watched by the pool label (their Secrets cannot be: that would
+        # take listing every Secret of the namespace); each named by its resource, as RBAC is.
         self.published = [
-            Informer(kube, namespace, _ignore, lister=self.pools.owned_lister(kind), resource=resource)
-            for kind, resource in WATCHED_KINDS.items()
+            Informer(kube, namespace, _ignore, lister=lister, resource=resource)
+            for resource, lister in (
+                ("services", self.pools.list_services),
+                ("endpointslices", self.pools.list_endpoint_slices),
+            )
         ]
         for informer in self.published:
             informer.watchers.append(self._published_changed)
@@ -139,6 +147,7 @@ class PoolController(PeriodicLoop):
         for informer in self.published:
             informer.stop()
         self.due.shutdown()
+        self.auth_checks.shutdown()
         super().stop(timeout)
 
     def _index_cached(self, proxy_informer) -> None:
@@ -176,6 +185,7 @@ class PoolController(PeriodicLoop):
         if names != self._names:
             self._names = names
             self.resync_all()
+        self._check_auth_secrets()
         keys = self.due.pop_due(10**6, 0.0)
         self._touched = []
         try:
@@ -211,16 +221,42 @@ class PoolController(PeriodicLoop):
             return
         self.due.forget(key)
         self.due.done(key)
-        self.due.add_after(key, self._next_check(self.informer.get(key) or obj, member_objs))
+        latest = self.informer.get(key) or obj
+        self.due.add_after(key, self._next_check(latest, member_objs))
+        pool = Pool.from_object(latest)
+        if source_name(pool) and not pool.deleting:
+            self.auth_checks.add_after(key, self.auth_recheck)
+
+    def _check_auth_secrets(self) -> None:
+        """The auth pools whose recheck came: each is due when its Secret changed (or cannot be
+        told unchanged), else asked again one recheck later. One metadata-only read each, where
+        a reconcile would read the Secret, its copy and what the pool publishes."""
+        for key in self.auth_checks.pop_due(10**6, 0.0):
+            self.auth_checks.done(key)
+            obj = self.informer.get(key)
+            if obj is None:
+                continue  # gone: nothing to ask
+            pool = Pool.from_object(obj)
+            if not source_name(pool) or pool.deleting:
+                continue  # its reconcile asks again when it has template.auth
+            try:
+                unchanged = self.auth.unchanged(pool)
+            except Exception as exc:
+                log.debug("pool %s: auth Secret version not read (%s); reconciling", key, _reason(exc))
+                unchanged = False
+            if unchanged:
+                self.auth_checks.add_after(key, self.auth_recheck)
+            else:
+                self.due.add(key)
 
     def _next_check(self, obj: dict, member_objs: list) -> float:
         """Seconds until the pool must be looked at with no event: the oldest member reaching
-        maxAge, a skipped target's retry, ``auth_recheck`` with template.auth (Secrets are not
-        watched: that would take reading every Secret), or ``resync`` (a safety net for what no
-        watch tells: the endpoints Secret edited or removed)."""
+        maxAge, a skipped target's retry, ``auth_recheck`` while its auth Secret could not be
+        read whole (once it was, ``_check_auth_secrets`` asks whether it changed), or ``resync``
+        (a safety net for what no watch tells: the endpoints Secret edited or removed)."""
         pool, now = Pool.from_object(obj), self.clock()
         waits = [self.resync]
-        if source_name(pool):
+        if source_name(pool) and not self.auth.read_whole(pool):
             waits.append(self.auth_recheck)
         if pool.max_age:
             waits += [Member.from_object(o).created + pool.max_age - now for o in member_objs]

@@ -2,6 +2,9 @@
 
 Secrets, Services and EndpointSlices are read as the API server's JSON (``_preload_content=False``):
 the client's models would be built only to be turned back into dicts, at several times the CPU.
+Each answer is checked as the kubernetes provider checks its own (``helpers/kube_answers.py``):
+of the kind asked for and about the object asked for, else ``MalformedAnswer``, never read as
+that object or as its absence.
 
 Writes are guarded by resourceVersion and never retried here: a conflict (409) means the cache
 was behind, and the next tick plans again from the newer object. A member is deleted with a
@@ -11,15 +14,20 @@ UID precondition, so only the very Proxy the plan saw (one the pool controls) ca
 from __future__ import annotations
 
 import base64
-import json
 
+# collection first: it makes the collection's module_utils importable (collection.py)
+from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+# isort: split
 from .. import api
 from ..kube.client import ApiException, client
 from .model import POOL_FINALIZER, POOL_LABEL, POOL_PLURAL
 
-#: the kinds a pool publishes that its loop watches, and their resources as RBAC names them (its
-#: Secrets it cannot: that would take listing every Secret of the namespace)
-WATCHED_KINDS = {"Service": "services", "EndpointSlice": "endpointslices"}
+# isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import kube_answers
+
+#: asks the API server for an object's metadata only: a Secret's data never crosses the wire
+METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"}
 
 
 class PoolKube:
@@ -114,37 +122,43 @@ class PoolKube:
             "EndpointSlice": self.discovery.read_namespaced_endpoint_slice,
         }[kind]
         try:
-            return _json(reader(name, namespace, _request_timeout=self.timeout, _preload_content=False))
+            return _read_one(reader, kind, namespace, name, _request_timeout=self.timeout)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
 
-    def owned_lister(self, kind: str):
-        """The informer's lister of the ``kind`` objects pools publish (those with the pool
-        label), in ``namespace`` or every namespace: a list answers a dict, a watch (the client's
-        ``Watch`` asks with ``watch=True``) the raw response it streams."""
-        api_of, namespaced, every = {
-            "Service": ("core", "list_namespaced_service", "list_service_for_all_namespaces"),
-            "EndpointSlice": (
-                "discovery",
-                "list_namespaced_endpoint_slice",
-                "list_endpoint_slice_for_all_namespaces",
-            ),
-        }[kind]
+    def list_services(self, namespace: str | None, **kwargs):
+        """The informer's lister of the Services pools publish (``_list_published``)."""
+        return self._list_published(
+            self.core.list_namespaced_service,
+            self.core.list_service_for_all_namespaces,
+            "ServiceList",
+            namespace,
+            kwargs,
+        )
 
-        def lister(namespace, **kwargs):
-            client_api = getattr(self, api_of)
-            kwargs["label_selector"] = POOL_LABEL
-            if not kwargs.get("watch"):
-                kwargs["_preload_content"] = False
-            if namespace:
-                answer = getattr(client_api, namespaced)(namespace, **kwargs)
-            else:
-                answer = getattr(client_api, every)(**kwargs)
-            return answer if kwargs.get("watch") else _json(answer)
+    def list_endpoint_slices(self, namespace: str | None, **kwargs):
+        """The informer's lister of the EndpointSlices pools publish (``_list_published``)."""
+        return self._list_published(
+            self.discovery.list_namespaced_endpoint_slice,
+            self.discovery.list_endpoint_slice_for_all_namespaces,
+            "EndpointSliceList",
+            namespace,
+            kwargs,
+        )
 
-        return lister
+    @staticmethod
+    def _list_published(namespaced, every, list_kind: str, namespace: str | None, kwargs: dict):
+        """Those with the pool label, in ``namespace`` or every namespace: a list answers a dict
+        (the API server's JSON, checked to be a ``list_kind``), a watch (the client's ``Watch``
+        asks with ``watch=True``) the raw response it streams."""
+        kwargs["label_selector"] = POOL_LABEL
+        args = (namespace,) if namespace else ()
+        lister = namespaced if namespace else every
+        if kwargs.get("watch"):
+            return lister(*args, **kwargs)
+        return kube_answers.read(lister, *args, kind=list_kind, **kwargs)
 
     def create(self, kind: str, namespace: str, body: dict) -> None:
         creator = {
@@ -161,31 +175,61 @@ class PoolKube:
         }[kind]
         replacer(body["metadata"]["name"], namespace, body, _request_timeout=self.timeout)
 
+    def secret_version(self, namespace: str, name: str) -> str | None:
+        """The resourceVersion of Secret ``name`` (its metadata only: no value is read), None
+        when it does not exist: whether an auth Secret changed since it was last read."""
+        try:
+            answer = _read_one(
+                self.core.read_namespaced_secret,
+                "PartialObjectMetadata",
+                namespace,
+                name,
+                _request_timeout=self.timeout,
+                _headers=METADATA_ONLY,
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return kube_answers.section(answer, "metadata").get("resourceVersion")
+
     def auth_credentials(self, namespace: str, name: str) -> tuple:
         """(username, password) from a pool template's auth Secret; LookupError (naming the
         Secret and key, never a value) when it cannot be had."""
+        return self.auth_source(namespace, name)[0]
+
+    def auth_source(self, namespace: str, name: str) -> tuple:
+        """``((username, password), resourceVersion)`` of an auth Secret, both from one read:
+        the version says which content the credentials are (``secret_version`` compares it)."""
         try:
-            secret = _json(
-                self.core.read_namespaced_secret(
-                    name, namespace, _request_timeout=self.timeout, _preload_content=False
-                )
+            secret = _read_one(
+                self.core.read_namespaced_secret, "Secret", namespace, name, _request_timeout=self.timeout
             )
         except ApiException as exc:
             raise LookupError("auth Secret %s/%s: %s" % (namespace, name, exc.reason)) from None
-        data = secret.get("data") or {}
-        out = []
-        for key in ("username", "password"):
-            if not data.get(key):
-                raise LookupError("auth Secret %s/%s has no key %r" % (namespace, name, key))
-            try:
-                out.append(base64.b64decode(data[key]).decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
-                raise LookupError(
-                    "auth Secret %s/%s key %r is not UTF-8 text" % (namespace, name, key)
-                ) from None
-        return tuple(out)
+        except kube_answers.MalformedAnswer as exc:
+            raise LookupError("auth Secret %s/%s: %s" % (namespace, name, exc)) from None
+        version = kube_answers.section(secret, "metadata").get("resourceVersion")
+        return _credentials(secret, namespace, name), version
 
 
-def _json(response) -> dict:
-    """The body of a raw (``_preload_content=False``) answer, as the API server sent it."""
-    return json.loads(response.data)
+def _credentials(secret: dict, namespace: str, name: str) -> tuple:
+    """(username, password) from an auth Secret's data; LookupError naming the key, never a value."""
+    data = secret.get("data") or {}
+    out = []
+    for key in ("username", "password"):
+        if not data.get(key):
+            raise LookupError("auth Secret %s/%s has no key %r" % (namespace, name, key))
+        try:
+            out.append(base64.b64decode(data[key]).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise LookupError("auth Secret %s/%s key %r is not UTF-8 text" % (namespace, name, key)) from None
+    return tuple(out)
+
+
+def _read_one(reader, kind: str, namespace: str, name: str, **kwargs) -> dict:
+    """``reader``'s answer as the API server's JSON, checked to be the ``kind`` asked for and
+    about ``namespace/name`` (``MalformedAnswer`` otherwise: never read as that object)."""
+    body = kube_answers.read(reader, name, namespace, kind=kind, **kwargs)
+    kube_answers.about(kube_answers.section(body, "metadata"), kind, namespace, name)
+    return body

@@ -26,14 +26,14 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers impor
     ownership,
     timestamps,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import kube_answers as answers
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth as authlib
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
-    answers,
     remove,
     replace,
     sdk,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import auth as authlib
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import pod as podlib
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.check import (
     check_apiserver,
 )
@@ -136,7 +136,7 @@ class KubernetesProvider(contract.Provider, contract.Checker, ErrorSeam):
         return self.config.namespace or req.namespace or DEFAULT_NAMESPACE
 
     def _instance(self, pod: dict) -> contract.Instance:
-        """The Instance of a Pod as the API server writes it (JSON: answers.py)."""
+        """The Instance of a Pod as the API server writes it (JSON: helpers/kube_answers.py)."""
         meta, status = answers.section(pod, "metadata"), answers.section(pod, "status")
         labels = meta.get("labels") or {}
         pod_ip = status.get("podIP") or ""

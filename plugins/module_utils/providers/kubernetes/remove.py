@@ -12,8 +12,9 @@ never deleted unchecked. The cost is one GET per object before its DELETE.
 from __future__ import annotations
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import names
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import kube_answers as answers
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import answers, sdk
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.classify import (
     proves_missing,
     status_of,

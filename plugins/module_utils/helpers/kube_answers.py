@@ -8,7 +8,11 @@ Pod of the installation. ``read`` asks the client for the raw answer (``_preload
 a non-2xx answer is still raised as ``ApiException``, so classify.py sees the same errors) and
 checks its ``kind``: a 200 that is not the object asked for (an HTML page from a proxy in front
 of the API server, a truncated body) is ``MalformedAnswer``, which classify.py retries as
-Transient; it never reads as an instance or as an absence.
+Transient; it never reads as an instance or as an absence. ``about`` checks that an answer is
+about the object asked for.
+
+Pure (the standard library only), so the controller's pool loop reads its Secrets, Services and
+EndpointSlices with the same checks (``pool/kube_calls.py``).
 """
 
 from __future__ import annotations

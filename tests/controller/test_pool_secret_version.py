@@ -1,0 +1,54 @@
+"""The pool loop tells a changed auth Secret from one metadata-only read, against the real API
+server: the version it answers is the Secret's resourceVersion, it moves with every write and
+with a delete and re-create, an absent Secret is None, and no value crosses the wire."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from egress_proxies_controller.kube.client import Kube
+from egress_proxies_controller.pool.kube_calls import METADATA_ONLY, PoolKube
+from kubernetes import client as k8s
+
+SENTINEL = "Sentinel-pool-secret-version"
+
+
+def _secret(namespace: str, password: str) -> dict:
+    return {
+        "metadata": {"name": "creds", "namespace": namespace},
+        "data": {
+            "username": base64.b64encode(b"crawler").decode(),
+            "password": base64.b64encode(password.encode()).decode(),
+        },
+    }
+
+
+def test_the_version_follows_every_write_of_the_secret(kube_admin, kube_namespace):
+    pools, core = PoolKube(Kube(kube_admin)), k8s.CoreV1Api(kube_admin)
+    assert pools.secret_version(kube_namespace, "creds") is None
+    made = core.create_namespaced_secret(kube_namespace, _secret(kube_namespace, SENTINEL))
+    first = pools.secret_version(kube_namespace, "creds")
+    assert first == made.metadata.resource_version
+    credentials, version = pools.auth_source(kube_namespace, "creds")
+    assert (credentials, version) == (("crawler", SENTINEL), first), "one read: content and version"
+
+    core.patch_namespaced_secret("creds", kube_namespace, _secret(kube_namespace, "Rotated-1"))
+    second = pools.secret_version(kube_namespace, "creds")
+    assert second not in (None, first)
+    core.delete_namespaced_secret("creds", kube_namespace)
+    assert pools.secret_version(kube_namespace, "creds") is None
+    core.create_namespaced_secret(kube_namespace, _secret(kube_namespace, "Rotated-1"))
+    assert pools.secret_version(kube_namespace, "creds") not in (None, first, second)
+
+
+def test_the_version_read_carries_no_value(kube_admin, kube_namespace):
+    """What ``secret_version`` asks for (``METADATA_ONLY``) is the Secret's metadata alone."""
+    core = k8s.CoreV1Api(kube_admin)
+    core.create_namespaced_secret(kube_namespace, _secret(kube_namespace, SENTINEL))
+    answer = core.read_namespaced_secret(
+        "creds", kube_namespace, _preload_content=False, _headers=METADATA_ONLY
+    ).data
+    body = json.loads(answer)
+    assert body["kind"] == "PartialObjectMetadata" and "data" not in body
+    assert base64.b64encode(SENTINEL.encode()) not in answer and SENTINEL.encode() not in answer
