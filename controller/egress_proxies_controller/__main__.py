@@ -62,6 +62,12 @@ def _flags(args, *names: str, prefix: str = "") -> dict:
     return {name: getattr(args, prefix + name) for name in names}
 
 
+def _prefixed(args, prefix: str) -> dict:
+    """Every flag named ``prefix...`` as a keyword argument without the prefix: a new flag of
+    the group reaches its loop with no second list to keep (test_pool_flags.py)."""
+    return {name[len(prefix) :]: value for name, value in vars(args).items() if name.startswith(prefix)}
+
+
 def _exit_on_loss(log, executor, what: str):
     """What a lost Lease does: no run of ours may go on once another replica may act."""
 
@@ -370,7 +376,7 @@ def _loops(
             lambda: config.names if config.in_use else None,
             PoolMetrics(metrics.registry),
             args.namespace,
-            **_flags(args, "interval", "resync", "target_retry", prefix="pool_"),
+            **_prefixed(args, "pool_"),
             may_act=may_act,
         ).start(),
     ]

@@ -198,6 +198,13 @@ def _pools(g) -> None:
             "what no watch tells (its endpoints Secret edited or removed by hand)",
         ),
         (
+            "--pool-auth-recheck",
+            float,
+            5.0,
+            "seconds between a ProxyPool's reads of its template.auth Secret's version (metadata "
+            "only; Secrets are not watched): how soon new credentials start rolling its members",
+        ),
+        (
             "--pool-target-retry",
             float,
             300.0,
