@@ -51,3 +51,38 @@ def test_a_late_event_of_a_proxy_whose_finalizer_we_removed_is_never_planned_as_
     assert ghosts == [], "the deleted Proxy came back as live: %s" % ghosts[0]["status"]
     assert seen and planned[-1:] == [None]  # the DELETED event queued it: found gone
     assert inf.get(key) is None
+
+
+def test_a_replayed_watch_never_brings_a_deleted_proxy_back(kube_admin, kube_namespace):
+    """The leak CI's fault matrix met (ctl-api-blackhole, after ctl-api-down): a Proxy deleted,
+    its DELETED event applied (its own-write record dropped with it), then its earlier events
+    delivered again by a watch that resumed from an older version. The replayed status event
+    put it back as live and Running, its next plan polled a gone instance and created it again,
+    and the instance outlived the Proxy. Now an event of a UID already deleted is dropped."""
+    kube = Kube(kube_admin)
+    seen = []
+    inf = informer_mod.Informer(
+        kube, kube_namespace, on_change=lambda key: seen.append((key, inf.snapshot(key)))
+    )
+    key = "%s/replayed" % kube_namespace
+    resume_from = inf._list()
+    obj = kube_testlib.create_proxy(kube_admin, kube_namespace, "replayed", {"provider": "local"})
+    obj = kube.set_finalizer(obj, True)
+    custom = k8s.CustomObjectsApi(kube_admin)
+    status = {"state": "Running", "ip": "127.0.0.1", "providerID": "local/proxy-replayed"}
+    custom.patch_namespaced_custom_object_status(
+        api.GROUP, api.VERSION, kube_namespace, api.PROXY_PLURAL, "replayed", {"status": status}
+    )
+    custom.delete_namespaced_custom_object(
+        api.GROUP, api.VERSION, kube_namespace, api.PROXY_PLURAL, "replayed"
+    )
+    kube.set_finalizer(kube.get_proxy(kube_namespace, "replayed"), False)  # gone
+
+    inf.watch_timeout = 2
+    inf._watch_from(resume_from)  # every event, the DELETED last
+    assert inf.get(key) is None
+    seen.clear()
+    inf._watch_from(resume_from)  # the same events again: a watch resumed from too old a version
+    live = [o for k, o in seen if k == key and o not in (None, informer_mod.BEHIND)]
+    assert live == [], "the deleted Proxy came back: %s" % live[0]
+    assert inf.get(key) is None

@@ -2,10 +2,13 @@
 
 Lists once, in pages of ``page_size`` (``limit``/``continue``, as client-go's pager does: a
 continue token that expired mid-list (410) falls back to one unpaginated list), recording the
-list's resourceVersion, then watches from that version with bookmarks, resuming from the last
-version seen after a dropped connection and relisting when the server answers 410 Gone (the
-version is too old). ``synced`` is set after the first full list: nothing that needs a complete
-view (GC's live UIDs) may read the cache before that.
+list's resourceVersion, then watches from that version with bookmarks, resuming from the version
+of the last event applied after a dropped connection (``resume_version``: never from where the
+broken watch began, which would replay a deleted object's earlier events as live) and relisting
+when the server answers 410 Gone (the version is too old). An event of an object whose DELETED
+event was applied is dropped (its UID is remembered): a deleted object never comes back.
+``synced`` is set after the first full list: nothing that needs a complete view (GC's live UIDs)
+may read the cache before that.
 Only changes a reconcile cares about enqueue a key: spec (generation), deletion, annotations,
 finalizers; status writes do not, and neither does any version the controller wrote itself
 (``own_writes``, kube/own_writes.py): the reconcile that wrote it already decided what follows.
@@ -22,6 +25,7 @@ included); inline cloud-init itself is kept as its digest (``spec.trim_inline_cl
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 
@@ -34,6 +38,9 @@ log = logging.getLogger("egress_proxies_controller.kube.informer")
 
 
 PAGE_SIZE = 500
+# How many deleted objects' UIDs the cache remembers to drop their replayed events (a few
+# hundred KiB at most; a UID forgotten only lets a replay older than 10,000 deletes through).
+DELETED_UIDS_KEPT = 10_000
 #: what ``snapshot`` answers while the cache is older than the controller's last write of the key
 BEHIND = object()
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -83,6 +90,13 @@ class Informer:
         self._stop = threading.Event()
         self._watch = None
         self.own_writes = OwnWrites()  # the versions the controller wrote, until delivered
+        # The resourceVersion of the last event applied: a watch that breaks resumes from it, as
+        # client-go's reflector does, never from where the broken watch began (which would
+        # replay every event since, a deleted object's earlier ones first).
+        self.resume_version = ""
+        # UIDs whose DELETED event was applied, newest last: a later event of one (a replay) is
+        # dropped, so a deleted object never comes back into the cache as live.
+        self._deleted_uids: collections.OrderedDict = collections.OrderedDict()
         self.relists = 0
         self.list_pages = 0  # pages fetched by every list so far (a figure for the benchmarks)
 
@@ -116,10 +130,16 @@ class Informer:
         cares (the watch's step; tests deliver their events through it too)."""
         obj = trimmed(obj)
         key = key_of(obj)
+        uid = (obj.get("metadata") or {}).get("uid")
         with self._lock:
             old = self._cache.get(key)
             if kind == "DELETED":
                 self._cache.pop(key, None)
+                self._deleted_uids[uid] = None
+                while len(self._deleted_uids) > DELETED_UIDS_KEPT:
+                    self._deleted_uids.popitem(last=False)
+            elif uid in self._deleted_uids:
+                return  # an event of an object already deleted (a replay): it never comes back
             elif _newer_or_other(obj, old):
                 self._cache[key] = obj
             else:
@@ -136,20 +156,21 @@ class Informer:
             self._watch.stop()
 
     def run(self) -> None:
-        version = None
+        listed = False
         while not self._stop.is_set():
             try:
-                if version is None:
-                    version = self._list()
-                version = self._watch_from(version)
+                if not listed:
+                    self.resume_version = self._list()
+                    listed = True
+                self._watch_from(self.resume_version)
             except ApiException as exc:
                 if exc.status == 410:
                     log.info("%s: watch expired (410 Gone): relisting", self.resource)
-                    version = None
+                    listed = False
                     continue
                 log.warning("%s: list/watch failed: %s; retrying", self.resource, exc.reason)
                 self._stop.wait(2.0)
-            except Exception as exc:  # connection reset, timeouts: resume from the last version
+            except Exception as exc:  # connection reset, timeouts: resume from the last event's version
                 log.warning("%s: watch interrupted: %s; resuming", self.resource, exc)
                 self._stop.wait(1.0)
 
@@ -211,6 +232,9 @@ class Informer:
                 return objects, version
 
     def _watch_from(self, version: str) -> str:
+        """Apply the watch's events from ``version`` on; ``resume_version`` follows each one, so
+        a watch broken midway resumes after the last event applied."""
+        self.resume_version = version
         self._watch = watch.Watch()
         stream = self._watch.stream(
             self.lister,
@@ -230,9 +254,9 @@ class Informer:
                     raise ApiException(status=410, reason="Gone")
                 raise ApiException(status=code or 500, reason=(obj or {}).get("message", "watch error"))
             version = (obj.get("metadata") or {}).get("resourceVersion") or version
-            if kind == "BOOKMARK":
-                continue
-            self.apply_event(kind, obj)
+            if kind != "BOOKMARK":
+                self.apply_event(kind, obj)
+            self.resume_version = version
         return version
 
 

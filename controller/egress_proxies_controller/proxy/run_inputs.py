@@ -22,16 +22,51 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.placemen
 
 
 def resolve(kube, group: dict) -> dict:
-    """``{key: (Action, object)}`` -> ``{key: fields or LookupError}`` for the creates in it."""
-    resolved = {}
+    """``{key: (Action, object)}`` -> ``{key: fields or LookupError}`` for the creates in it,
+    each Secret the group names read once (``SecretsOnce``)."""
+    resolved, reads = {}, SecretsOnce(kube)
     for key, (action, obj) in group.items():
         if action.op != CREATE:
             continue
         try:
-            resolved[key] = create_fields(kube, obj)
+            resolved[key] = create_fields(reads, obj)
         except LookupError as exc:
             resolved[key] = exc
     return resolved
+
+
+class SecretsOnce:
+    """``kube`` for one group's fields: each Secret's keys read with one ``get``, however many
+    creates of the group name it. A Running Proxy with auth is polled as a create (its module
+    syncs the credentials), so a poll round of 500 Proxies sharing one auth Secret read it 500
+    times; now once. Held for one ``resolve`` only: the next round reads it again, so a changed
+    Secret is seen as soon as before. A failed read fails every item naming that Secret alike."""
+
+    def __init__(self, kube):
+        self.kube = kube
+        self._reads = {}  # what was read (namespace, name, keys...) -> the answer, or the exception
+
+    def secret_values(self, namespace: str, name: str, keys, what: str = "cloud-init") -> dict:
+        read = (namespace, name, tuple(keys), what)
+        return dict(self._once(read, lambda: self.kube.secret_values(namespace, name, keys, what=what)))
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str:
+        return self._once((namespace, name, key), lambda: self.kube.secret_value(namespace, name, key))
+
+    def _once(self, read: tuple, call):
+        """``call()``'s answer, made once for ``read``; its exception raised for every asker."""
+        if read not in self._reads:
+            try:
+                self._reads[read] = call()
+            except Exception as exc:  # the same answer for every item of the group
+                self._reads[read] = exc
+        answer = self._reads[read]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def get_proxy(self, namespace: str, name: str):
+        return self.kube.get_proxy(namespace, name)
 
 
 def create_fields(kube, obj: dict) -> dict:
