@@ -231,7 +231,7 @@ class Informer:
             if not token:
                 return objects, version
 
-    def _watch_from(self, version: str) -> str:
+    def _watch_from(self, version: str) -> None:
         """Apply the watch's events from ``version`` on; ``resume_version`` follows each one, so
         a watch broken midway resumes after the last event applied."""
         self.resume_version = version
@@ -253,11 +253,9 @@ class Informer:
                 if code == 410:
                     raise ApiException(status=410, reason="Gone")
                 raise ApiException(status=code or 500, reason=(obj or {}).get("message", "watch error"))
-            version = (obj.get("metadata") or {}).get("resourceVersion") or version
             if kind != "BOOKMARK":
                 self.apply_event(kind, obj)
-            self.resume_version = version
-        return version
+            self.resume_version = (obj.get("metadata") or {}).get("resourceVersion") or self.resume_version
 
 
 def _newer_or_other(obj: dict, current: dict | None) -> bool:

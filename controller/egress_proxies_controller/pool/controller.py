@@ -221,9 +221,8 @@ class PoolController(PeriodicLoop):
             return
         self.due.forget(key)
         self.due.done(key)
-        latest = self.informer.get(key) or obj
-        self.due.add_after(key, self._next_check(latest, member_objs))
-        pool = Pool.from_object(latest)
+        pool = Pool.from_object(self.informer.get(key) or obj)
+        self.due.add_after(key, self._next_check(pool, member_objs))
         if source_name(pool) and not pool.deleting:
             self.auth_checks.add_after(key, self.auth_recheck)
 
@@ -249,12 +248,12 @@ class PoolController(PeriodicLoop):
             else:
                 self.due.add(key)
 
-    def _next_check(self, obj: dict, member_objs: list) -> float:
+    def _next_check(self, pool: Pool, member_objs: list) -> float:
         """Seconds until the pool must be looked at with no event: the oldest member reaching
         maxAge, a skipped target's retry, ``auth_recheck`` while its auth Secret could not be
         read whole (once it was, ``_check_auth_secrets`` asks whether it changed), or ``resync``
         (a safety net for what no watch tells: the endpoints Secret edited or removed)."""
-        pool, now = Pool.from_object(obj), self.clock()
+        now = self.clock()
         waits = [self.resync]
         if source_name(pool) and not self.auth.read_whole(pool):
             waits.append(self.auth_recheck)
