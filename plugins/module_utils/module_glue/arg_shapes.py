@@ -1,17 +1,29 @@
 # Copyright: egress-proxies contributors
 # Apache License 2.0 (see LICENSE)
-"""Elements of a list-of-mappings option that are not mappings, named by their path.
+"""Values core Ansible would refuse without a field path, or crash on, named by their path.
 
 Core Ansible refuses ``spread: [la]`` with "dictionary requested, could not parse JSON or
 key=value" and no field path (issue 28 §7), before any module code runs; this runs first and
 names the element (``spread[0]``) instead. Only what Ansible itself would refuse is reported (a
 ``key=value`` string it converts stays its business), and the message names the element's type,
 never its value: an element of a batch may hold a password.
+
+An ``int`` option (``port``, ``count``, ``concurrency``, ``spread[].weight``, ``proxy_gc``'s
+``owned[]``...) given ``"inf"`` or ``.inf`` makes core's ``check_type_int`` raise
+``OverflowError`` (``int(Decimal("inf"))``): a traceback, no field, no ``error_class`` (issue 40
+§6); ``"1e999999999"`` would build a billion-digit integer first. Both are refused here, naming the
+option, before core converts anything; what core refuses cleanly itself stays its business.
 """
 
 from __future__ import annotations
 
+import decimal
+
 from ansible.module_utils.common.validation import check_type_dict
+
+# No int option of the collection means anything past 64 bits; Decimal tells the magnitude of
+# "1e999999999" without building the integer.
+MAX_INT_DIGITS = 19
 
 
 def _is_mapping(value) -> bool:
@@ -22,8 +34,24 @@ def _is_mapping(value) -> bool:
     return True
 
 
+def int_problem(value, path: str) -> str:
+    """Why core's int conversion would crash on ``value`` (or take forever), ``""`` otherwise."""
+    if not isinstance(value, str | float):
+        return ""
+    try:
+        number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
+    except (decimal.DecimalException, ValueError):
+        return ""  # core refuses it with its own TypeError message
+    if number.is_infinite():
+        return "%s: must be a whole number, not infinity" % path
+    if number.is_finite() and number.adjusted() >= MAX_INT_DIGITS:
+        return "%s: must be a whole number of at most %d digits" % (path, MAX_INT_DIGITS)
+    return ""
+
+
 def problems(argument_spec: dict, params: dict, where: str = "") -> list:
-    """``<option>[<i>]: must be a mapping`` for each such element, nested options included."""
+    """``<option>[<i>]: must be a mapping`` for each such element, and an int option's value
+    core cannot convert without crashing, nested options included."""
     out = []
     for name, spec in argument_spec.items():
         value = (params or {}).get(name)
@@ -31,7 +59,11 @@ def problems(argument_spec: dict, params: dict, where: str = "") -> list:
             continue
         path = where + name
         options = spec.get("options") or {}
-        if spec.get("type") == "list" and spec.get("elements") == "dict" and isinstance(value, list):
+        if spec.get("type") == "int":
+            out.append(int_problem(value, path))
+        elif spec.get("type") == "list" and spec.get("elements") == "int" and isinstance(value, list):
+            out.extend(int_problem(element, "%s[%d]" % (path, index)) for index, element in enumerate(value))
+        elif spec.get("type") == "list" and spec.get("elements") == "dict" and isinstance(value, list):
             for index, element in enumerate(value):
                 if not _is_mapping(element):
                     out.append(
@@ -42,4 +74,4 @@ def problems(argument_spec: dict, params: dict, where: str = "") -> list:
                     out.extend(problems(options, element, "%s[%d]." % (path, index)))
         elif spec.get("type") == "dict" and isinstance(value, dict) and options:
             out.extend(problems(options, value, path + "."))
-    return out
+    return [problem for problem in out if problem]
