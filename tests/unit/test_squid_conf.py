@@ -75,7 +75,7 @@ def test_auth_settings_must_be_single_words(field):
 def test_contains_each_allowed_range_normalised():
     text = render(CONFIGS["ipv6 and host bits"])
     (acl,) = [line for line in text.splitlines() if line.startswith("acl allowed_src ")]
-    assert acl.split()[3:] == ["::1/128", "127.0.0.0/8", "192.168.1.7/32"]
+    assert acl.split()[3:] == ["127.0.0.0/8", "192.168.1.7/32", "::1/128"]  # IPv4 first, then IPv6
 
 
 def test_listen_and_options():
