@@ -21,6 +21,11 @@ apt_packages+=(gcc pkg-config libvirt-dev)
   # The real-guest image is built from Debian's packages (tests/guest/build_image.py): cpio
   # packs its initramfs, xorriso its ISO.
   cpio xorriso
+  # cloud-init's own code judges the user-data the gcp and kvm providers generate
+  # (tests/cloud_init_run.py, under /usr/bin/python3). Installing it starts nothing: its
+  # systemd units are only wanted by cloud-init.target at boot, where ds-identify leaves it
+  # disabled on a host without a datasource.
+  cloud-init
 )
 # The controller image's build and runtime packages (controller/install.sh, which the Containerfile
 # runs too): tests/controller/test_installed_controller.py installs and runs the controller as the

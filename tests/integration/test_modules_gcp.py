@@ -396,10 +396,11 @@ def test_auth_reaches_the_vm_as_a_hash_beside_the_users_cloud_init(tmp_path, fak
     (user_data,) = [i["value"] for i in insert.body["metadata"]["items"] if i["key"] == "user-data"]
     message = email.message_from_string(user_data, policy=email.policy.compat32)
     payloads = [p.get_payload() for p in message.walk() if not p.is_multipart()]
-    assert payloads[0] == cloud_init and len(payloads) == 2
+    assert payloads[0] == cloud_init and len(payloads) == 3
     line = cloud_init_auth.passwd_of(user_data)
     assert line.startswith("crawler:$6$") and proxy_auth.Auth("crawler", password).matches(line)
     assert "http_access deny !egress_authenticated" in payloads[1]
+    assert cloud_init_auth.include_command() in payloads[2]  # the script cloud-init runs last
     delete = run_playbook(
         tmp_path, [{"name": "delete", PI: dict(item, state="absent", wait=True)}], module_defaults=gcp
     )

@@ -1,19 +1,29 @@
 # Copyright: egress-proxies contributors
 # Apache License 2.0 (see LICENSE)
 """Proxy authentication delivered in user-data, for a provider whose guest's Squid the request's
-cloud-init installs (gcp): the user's cloud-init, kept as it is, and a cloud-config part of the
-collection's, as one MIME multipart document that cloud-init merges.
+cloud-init installs (gcp, kvm, kvm2): the user's cloud-init, kept as it is, and two parts of the
+collection's, as one MIME multipart document that cloud-init processes.
 
-The collection's part writes ``/etc/squid-egress-auth/passwd`` (0600, owned by ``proxy``, the
-user Debian's and Ubuntu's Squid runs as and base-passwd creates: it holds only
+The collection's cloud-config part writes ``/etc/squid-egress-auth/passwd`` (0600, owned by
+``proxy``, the user Debian's and Ubuntu's Squid runs as and base-passwd creates: it holds only
 ``username:$6$...``, never the password) and ``auth.conf`` (the ``auth_param`` lines and
-``http_access deny !egress_authenticated``), and, after the user's commands, puts
-``include /etc/squid-egress-auth/auth.conf`` on the first line of ``/etc/squid/squid.conf`` and
-restarts Squid. First, because ``http_access`` is first-match: an ``allow`` of the user's (in
-squid.conf or a ``conf.d`` snippet) comes after the deny, so it cannot open the proxy to a client
-without credentials. The part says ``merge_how`` so its lists are appended to the user's, never
-replacing them. That a guest really enforces it is checked from outside by the controller's
-probe (a request without credentials must get 407: proxy_health, ``AuthNotEnforced``).
+``http_access deny !egress_authenticated``); it says ``merge_how`` so its lists are appended to
+the user's, never replacing them. Its shell-script part puts ``include
+/etc/squid-egress-auth/auth.conf`` on the first line of ``/etc/squid/squid.conf`` and restarts
+Squid. First, because ``http_access`` is first-match: an ``allow`` of the user's (in squid.conf
+or a ``conf.d`` snippet) comes after the deny, so it cannot open the proxy to a client without
+credentials.
+
+The include must run after the user's commands, which install Squid. cloud-init's final stage
+runs ``scripts_user`` after the per-once, per-boot and per-instance scripts, and ``scripts_user``
+runs the instance's ``scripts/`` directory in sorted file-name order: the ``runcmd`` script and
+one file per shell-script part, named after the part (cleaned to letters, digits and ``_-.()``).
+So the include is a shell-script part whose name sorts after ``runcmd`` and after every part name
+of the user's document (``script_name``): it cannot go in ``runcmd``, which sorts before
+``user-data``. A document whose parts cloud-init only learns at boot (an include, an archive, a
+part handler, compressed content) cannot be ordered so and is refused with auth. That a guest
+really enforces it is checked from outside by the controller's probe (a request without
+credentials must get 407: proxy_health, ``AuthNotEnforced``).
 """
 
 from __future__ import annotations
@@ -31,6 +41,10 @@ PASSWD = AUTH_DIR + "/passwd"
 SNIPPET = AUTH_DIR + "/auth.conf"
 SQUID_CONF = "/etc/squid/squid.conf"
 PART_NAME = "egress-proxies-auth.cfg"
+USER_PART = "user-data"  # the name of a single-document cloud_init's part
+SCRIPT_SUFFIX = "-egress-proxies-auth"
+RUNCMD_SCRIPT = "runcmd"  # the file cloud-init's runcmd module writes into scripts/
+MAX_NAME = 255  # a file name's longest on Linux
 MERGE_HOW = "dict(recurse_array,no_replace)+list(append)"
 # The first line of a cloud-init user-data part and the MIME type cloud-init gives it.
 PART_TYPES = (
@@ -38,6 +52,28 @@ PART_TYPES = (
     ("#cloud-boothook", "text/cloud-boothook"),
     ("#!", "text/x-shellscript"),
 )
+# Parts whose content (and so whose scripts' names) cloud-init only learns at boot: fetched,
+# unpacked or run as code of its own. As MIME types, and as the first line cloud-init reads
+# them from in a text/plain part.
+OPAQUE_TYPES = frozenset(
+    [
+        "text/x-include-url",
+        "text/x-include-once-url",
+        "text/cloud-config-archive",
+        "text/part-handler",
+        "application/gzip",
+        "application/gzip-compressed",
+        "application/gzipped",
+        "application/x-compress",
+        "application/x-compressed",
+        "application/x-gunzip",
+        "application/x-gzip",
+        "application/x-gzip-compressed",
+    ]
+)
+OPAQUE_STARTS = ("#include", "#cloud-config-archive", "#part-handler")
+# Part types whose content cloud-init reads its type from.
+SNIFFED_TYPES = ("text/plain", "text/x-not-multipart", "text/x-shellscript")
 
 
 def snippet(passwd: str = PASSWD) -> str:
@@ -70,29 +106,61 @@ def include_command(squid_conf_path: str = SQUID_CONF, snippet_path: str = SNIPP
 
 
 def auth_part(passwd_line: str) -> str:
-    """The collection's cloud-config (JSON is YAML): the two files and the include, then a restart."""
-    command = include_command()
+    """The collection's cloud-config (JSON is YAML): the two files, written in cloud-init's init
+    stage, before any script of the final stage runs."""
     doc = {
         "merge_how": MERGE_HOW,
         "write_files": [
             {"path": PASSWD, "owner": "proxy:proxy", "permissions": "0600", "content": passwd_line},
             {"path": SNIPPET, "owner": "root:root", "permissions": "0644", "content": snippet()},
         ],
-        "runcmd": [["sh", "-c", command]],
     }
     return "#cloud-config\n" + json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
+def script_part() -> str:
+    """The collection's shell script: the include and the restart, once Squid is installed."""
+    return "#!/bin/sh\n# Generated by crawl.egress_proxies: runs after the request's own scripts.\n%s\n" % (
+        include_command()
+    )
+
+
+def script_name(names) -> str:
+    """A script file name that sorts after ``runcmd`` and after each of ``names`` however
+    cloud-init cleans them: ``z`` is the highest character it keeps and cleaning never adds one,
+    so one ``z`` more than any name holds starts a name that sorts after all of them."""
+    count = 1 + max(name.count("z") for name in [*names, RUNCMD_SCRIPT])
+    return "z" * count + SCRIPT_SUFFIX
+
+
 def part_type(cloud_init: str) -> str:
     """The MIME type of a user's cloud-init, ``multipart`` for a MIME document, or ``""`` when
-    it is none the collection can put its part beside."""
+    it is none the collection can put its part beside (``#cloud-config-archive`` is not a
+    ``#cloud-config``: cloud-init takes the longest first line it knows)."""
     head = cloud_init.lstrip("\ufeff")
     if head.lower().startswith(("content-type: multipart/", "mime-version:")):
         return "multipart"
+    first = head.split("\n", 1)[0].rstrip().lower()
     for prefix, mime in PART_TYPES:
-        if head.startswith(prefix):
+        if first == prefix or (prefix == "#!" and first.startswith(prefix)):
             return mime
     return ""
+
+
+def _user_parts(cloud_init: str) -> list:
+    """The leaf parts of a user's MIME document."""
+    message = email.message_from_string(cloud_init, policy=email.policy.compat32)
+    return [part for part in message.walk() if not part.is_multipart()]
+
+
+def _opaque(part) -> bool:
+    ctype = part.get_content_type()
+    if ctype in OPAQUE_TYPES:
+        return True
+    if ctype in SNIFFED_TYPES:
+        payload = part.get_payload(decode=True) or b""
+        return payload.decode("utf-8", "replace").lstrip().lower().startswith(OPAQUE_STARTS)
+    return False
 
 
 def problem(cloud_init: str) -> str:
@@ -107,20 +175,40 @@ def problem(cloud_init: str) -> str:
             "cloud_init: with auth it must be a cloud-config (#cloud-config), a shell script (#!), "
             "a boothook or a MIME multipart document, for the authentication part to be added beside it"
         )
+    if part_type(cloud_init) == "multipart":
+        parts = _user_parts(cloud_init)
+        if len(script_name(part.get_filename() or "" for part in parts)) > MAX_NAME:
+            return "cloud_init: with auth, its part file names hold too many 'z's to name a script after them"
+        for index, part in enumerate(parts):
+            if _opaque(part):
+                return (
+                    "cloud_init: with auth, MIME part %d (%s) is one whose scripts cloud-init only "
+                    "learns at boot (an include, an archive, a part handler or compressed content), "
+                    "so the authentication step cannot be ordered after them; put its content in "
+                    "the document itself" % (index, part.get_content_type())
+                )
     return ""
 
 
 def with_auth(cloud_init: str, passwd_line: str) -> str:
-    """The user-data: ``cloud_init`` unchanged as the first part(s), the auth part last."""
+    """The user-data: ``cloud_init`` unchanged as the first part(s), the collection's cloud-config
+    and then its script (named to run after every script of the user's) last."""
     ours = auth_part(passwd_line)
+    script = script_part()
     kind = part_type(cloud_init)
     if kind == "multipart":
         message = email.message_from_string(cloud_init, policy=email.policy.compat32)
+        name = script_name(part.get_filename() or "" for part in _user_parts(cloud_init))
         message.attach(_part(ours, "text/cloud-config", PART_NAME))
+        message.attach(_part(script, "text/x-shellscript", name))
         return message.as_string()
     boundary = "==egress-proxies-%s==" % hashlib.sha256((cloud_init + ours).encode()).hexdigest()[:24]
     head = 'Content-Type: multipart/mixed; boundary="%s"\nMIME-Version: 1.0\n\n' % boundary
-    parts = [(cloud_init, kind, "user-data"), (ours, "text/cloud-config", PART_NAME)]
+    parts = [
+        (cloud_init, kind, USER_PART),
+        (ours, "text/cloud-config", PART_NAME),
+        (script, "text/x-shellscript", script_name([USER_PART])),
+    ]
     body = "".join(
         "--%s\n%s\n" % (boundary, _part(text, mime, name).as_string()) for text, mime, name in parts
     )
