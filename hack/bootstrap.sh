@@ -26,6 +26,9 @@ apt_packages+=(gcc pkg-config libvirt-dev)
   # systemd units are only wanted by cloud-init.target at boot, where ds-identify leaves it
   # disabled on a host without a datasource.
   cloud-init
+  # libvirt's own validator judges the generated domain and volume XML
+  # (tests/unit/test_libvirt_xml_validate.py): virt-xml-validate and the xmllint it runs.
+  libvirt-clients libxml2-utils
 )
 # The controller image's build and runtime packages (controller/install.sh, which the Containerfile
 # runs too): tests/controller/test_installed_controller.py installs and runs the controller as the
