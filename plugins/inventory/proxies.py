@@ -152,6 +152,7 @@ from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
 
 SOURCE_NAMES = ("proxies.yml", "proxies.yaml")
+INT_OPTIONS = ("port",)  # the options of type int above
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
@@ -165,6 +166,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)
+        self._check_ints(path)
         self._read_config_data(path)
         self._check_options(path)
         cache_key = self.get_cache_key(path)
@@ -181,6 +183,19 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if update_cache:
             self._cache[cache_key] = listing
         self._populate(listing)
+
+    def _check_ints(self, path: str) -> None:
+        """``port: .inf`` (or ``"inf"``) makes core's option conversion raise ``OverflowError``,
+        reported without the option's name: refused here first, naming it (issue 40 §6)."""
+        raw = self.loader.load_from_file(path)
+        problems = (
+            [param_checks.int_problem(raw.get(name), name) for name in INT_OPTIONS]
+            if isinstance(raw, dict)
+            else []
+        )
+        problems = [p for p in problems if p]
+        if problems:
+            raise AnsibleParserError("%s: %s" % (path, "; ".join(problems)))
 
     def _check_options(self, path: str) -> None:
         """The modules' rules for the options they share, before anything is listed or read from

@@ -21,6 +21,10 @@ pytestmark = [pytest.mark.squid]
         ({"timeout": 0}, "timeout: 0.0 must be more than 0"),
         ({"port": 99999}, "port: 99999 is not a port (1-65535)"),
         ({"port": 0}, "port: 0 is not a port (1-65535)"),
+        # core's int conversion died with "cannot convert Infinity to integer" (issue 40 §6)
+        ({"port": "inf"}, "port: must be a whole number, not infinity"),
+        ({"port": float("inf")}, "port: must be a whole number, not infinity"),
+        ({"port": "-Infinity"}, "port: must be a whole number, not infinity"),
         ({"installation": "Bad_Label"}, "installation"),
         ({"hostnames": ["uid", "public_ip"]}, "hostnames[1]: 'public_ip' is none of name, uid, ip, id"),
         ({"hostnames": ["uid", "uid"]}, "hostnames[1]: 'uid' is given twice"),

@@ -8,6 +8,7 @@ import decimal
 import pytest
 from ansible.module_utils.common.validation import check_type_int
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue import arg_shapes
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import (
     INSTANCE_OPTIONS,
@@ -55,7 +56,7 @@ def test_a_huge_exponent_is_refused_before_it_is_built():
     assert arg_shapes.problems(POOL_OPTIONS, {"count": "1e999999999"}) == [
         "count: must be a whole number of at most 19 digits"
     ]
-    assert decimal.Decimal("1e999999999").adjusted() > arg_shapes.MAX_INT_DIGITS
+    assert decimal.Decimal("1e999999999").adjusted() > param_checks.MAX_INT_DIGITS
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ values before anything is touched and answer one ``field: problem`` line each.
 
 from __future__ import annotations
 
+import decimal
 import math
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
@@ -17,6 +18,9 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excer
 MAX_SECONDS = 86400.0
 MAX_CONCURRENCY = 256
 MAX_TEXT_CHARS = 253
+# No int option of the collection means anything past 64 bits; Decimal tells the magnitude of
+# "1e999999999" without building the integer.
+MAX_INT_DIGITS = 19
 
 
 def seconds(value, field: str) -> str:
@@ -46,6 +50,23 @@ def whole(value, field: str, minimum: int, maximum: int) -> str:
         number = int(value)
     if number is None or not minimum <= number <= maximum:
         return "%s: %s must be a whole number from %d to %d" % (field, excerpt(value), minimum, maximum)
+    return ""
+
+
+def int_problem(value, field: str) -> str:
+    """Why core Ansible's int conversion of an option (``int(Decimal(value))``) would crash on
+    ``value`` (``OverflowError`` on an infinity) or take forever (``1e999999999``); ``""``
+    otherwise, also for what core refuses cleanly itself."""
+    if not isinstance(value, str | float):
+        return ""
+    try:
+        number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
+    except (decimal.DecimalException, ValueError):
+        return ""  # core refuses it with its own TypeError message
+    if number.is_infinite():
+        return "%s: must be a whole number, not infinity" % field
+    if number.is_finite() and number.adjusted() >= MAX_INT_DIGITS:
+        return "%s: must be a whole number of at most %d digits" % (field, MAX_INT_DIGITS)
     return ""
 
 

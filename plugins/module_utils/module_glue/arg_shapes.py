@@ -17,13 +17,9 @@ option, before core converts anything; what core refuses cleanly itself stays it
 
 from __future__ import annotations
 
-import decimal
-
 from ansible.module_utils.common.validation import check_type_dict
 
-# No int option of the collection means anything past 64 bits; Decimal tells the magnitude of
-# "1e999999999" without building the integer.
-MAX_INT_DIGITS = 19
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.param_checks import int_problem
 
 
 def _is_mapping(value) -> bool:
@@ -32,21 +28,6 @@ def _is_mapping(value) -> bool:
     except TypeError:
         return False
     return True
-
-
-def int_problem(value, path: str) -> str:
-    """Why core's int conversion would crash on ``value`` (or take forever), ``""`` otherwise."""
-    if not isinstance(value, str | float):
-        return ""
-    try:
-        number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
-    except (decimal.DecimalException, ValueError):
-        return ""  # core refuses it with its own TypeError message
-    if number.is_infinite():
-        return "%s: must be a whole number, not infinity" % path
-    if number.is_finite() and number.adjusted() >= MAX_INT_DIGITS:
-        return "%s: must be a whole number of at most %d digits" % (path, MAX_INT_DIGITS)
-    return ""
 
 
 def problems(argument_spec: dict, params: dict, where: str = "") -> list:
