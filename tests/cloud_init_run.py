@@ -2,13 +2,19 @@
 which order (run by Debian's /usr/bin/python3, whose ``cloudinit`` package hack/bootstrap.sh
 installs; the project's venv cannot import it).
 
-Usage: ``cloud_init_run.py <user-data file> <scratch dir>``; prints one JSON document. The steps
-are cloud-init's: the datasource hands the raw user-data to ``UserDataProcessor`` (MIME parts,
-includes, gzip, archives), the default part handlers (cloud-config merging, shell scripts into
-the instance's ``scripts/`` under the part's file name, per-frequency scripts, boothooks, jinja)
-consume it, then the ``runcmd`` module writes its script and ``scripts_user`` runs ``scripts/``.
-Nothing is executed: ``subp.subp`` records what would run (boothooks, the scripts) instead, and
-every path is under the scratch directory.
+Usage: ``cloud_init_run.py <user-data file> <scratch dir> [--execute]``; prints one JSON
+document. The steps are cloud-init's: the datasource hands the raw user-data to
+``UserDataProcessor`` (MIME parts, includes, gzip, archives), the default part handlers
+(cloud-config merging, shell scripts into the instance's ``scripts/`` under the part's file name,
+per-frequency scripts, boothooks, jinja) consume it, then the modules in their stages' order:
+``runcmd`` writes its script, and the final stage's ``scripts_per_once``, ``scripts_per_boot``,
+``scripts_per_instance`` and ``scripts_user`` run their directories.
+
+By default nothing is executed: ``subp.subp`` records what would run (boothooks, the scripts)
+instead, and every path is under the scratch directory. With ``--execute`` (only inside a
+private mount namespace whose ``/etc`` is a throwaway overlay: tests/integration/
+test_cloud_init_guest_squid.py) the init stage's ``write_files`` writes the files and the
+scripts really run.
 """
 
 from __future__ import annotations
@@ -18,8 +24,15 @@ import logging
 import os
 import sys
 
-from cloudinit import cloud, handlers, helpers, subp, util
-from cloudinit.config import cc_runcmd, cc_scripts_user
+from cloudinit import cloud, distros, handlers, helpers, subp, util
+from cloudinit.config import (
+    cc_runcmd,
+    cc_scripts_per_boot,
+    cc_scripts_per_instance,
+    cc_scripts_per_once,
+    cc_scripts_user,
+    cc_write_files,
+)
 from cloudinit.handlers.boot_hook import BootHookPartHandler
 from cloudinit.handlers.cloud_config import CloudConfigPartHandler
 from cloudinit.handlers.jinja_template import JinjaTemplatePartHandler
@@ -28,7 +41,13 @@ from cloudinit.handlers.shell_script_by_frequency import ShellScriptByFreqPartHa
 from cloudinit.settings import PER_ALWAYS, PER_INSTANCE, PER_ONCE
 from cloudinit.sources.DataSourceNone import DataSourceNone
 
-RAN = []  # what would have been executed, in order: [kind, path]
+RAN = []  # what would have been executed, in order: argv lists
+FINAL_STAGE = (  # /etc/cloud/cloud.cfg's cloud_final_modules, in order, that run scripts
+    ("scripts_per_once", cc_scripts_per_once),
+    ("scripts_per_boot", cc_scripts_per_boot),
+    ("scripts_per_instance", cc_scripts_per_instance),
+    ("scripts_user", cc_scripts_user),
+)
 WARNINGS = []
 
 
@@ -84,10 +103,17 @@ def _consume(message, handler_list, data, idir) -> None:
             handlers.call_end(mod, data, PER_INSTANCE)
 
 
-def main(user_data_path: str, scratch: str) -> dict:
+def main(user_data_path: str, scratch: str, execute: bool = False) -> dict:
     logging.getLogger().addHandler(_Warnings())
     logging.getLogger().setLevel(logging.DEBUG)
-    subp.subp = _record  # runparts and the boothook handler look it up at call time
+    real_subp = subp.subp
+
+    def _record_and_run(args, **kwargs):
+        RAN.append(list(args))
+        return real_subp(args, **kwargs)
+
+    # runparts and the boothook handler look subp.subp up at call time
+    subp.subp = _record_and_run if execute else _record
     with open(user_data_path, "rb") as handle:
         raw = handle.read()
     paths = helpers.Paths(
@@ -105,16 +131,27 @@ def main(user_data_path: str, scratch: str) -> dict:
     parts = [
         [part.get_content_type(), part.get_filename()] for part in message.walk() if not part.is_multipart()
     ]
-    the_cloud = cloud.Cloud(datasource, paths, {}, None, helpers.Runners(paths))
+    distro = distros.fetch("debian")("debian", {}, paths)
+    the_cloud = cloud.Cloud(datasource, paths, {}, distro, helpers.Runners(paths))
     _consume(message, _default_handlers(paths, datasource), the_cloud, idir)
     cfg_path = paths.get_ipath("cloud_config")
     cfg = util.load_yaml(util.load_file(cfg_path)) if os.path.exists(cfg_path) else {}
     cfg = cfg or {}
     boothooks = list(RAN)
-    del RAN[:]
     log = logging.getLogger("cloud_init_run")
-    cc_runcmd.handle("runcmd", cfg, the_cloud, log, [])
-    cc_scripts_user.handle("scripts_user", cfg, the_cloud, log, [])
+    if execute:
+        cc_write_files.handle("write_files", cfg, the_cloud, log, [])  # the init stage's
+    cc_runcmd.handle("runcmd", cfg, the_cloud, log, [])  # the config stage's
+    final_stage = []
+    failed = []
+    for name, module in FINAL_STAGE:
+        del RAN[:]
+        try:
+            module.handle(name, cfg, the_cloud, log, [])
+        except RuntimeError as exc:  # runparts ran every script, then reports those that failed
+            failed.append("%s: %s" % (name, exc))
+        final_stage.append([name, [os.path.basename(args[-1]) for args in RAN]])
+    subp.subp = real_subp
     scripts_dir = os.path.join(idir, "scripts")
     per = {}
     for freq in ("per-boot", "per-instance", "per-once"):
@@ -124,14 +161,16 @@ def main(user_data_path: str, scratch: str) -> dict:
         "parts": parts,
         "cloud_config": {key: cfg.get(key) for key in ("write_files", "runcmd", "packages") if key in cfg},
         "boothooks_run": [os.path.basename(args[0]) for args in boothooks],
-        "scripts_user_order": [os.path.basename(args[-1]) for args in RAN],
+        "final_stage": final_stage,
+        "scripts_user_order": dict(final_stage)["scripts_user"],
         "scripts": {
             name: util.load_file(os.path.join(scripts_dir, name)) for name in os.listdir(scripts_dir)
         },
         "per_frequency_scripts": per,
+        "failed": failed,
         "warnings": WARNINGS,
     }
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2]), indent=1, sort_keys=True))
+    print(json.dumps(main(sys.argv[1], sys.argv[2], "--execute" in sys.argv[3:]), indent=1, sort_keys=True))

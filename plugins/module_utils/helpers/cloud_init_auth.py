@@ -94,9 +94,10 @@ def snippet(passwd: str = PASSWD) -> str:
 
 
 def include_command(squid_conf_path: str = SQUID_CONF, snippet_path: str = SNIPPET, restart: str = "") -> str:
-    """The shell line that puts the include on squid.conf's first line (once) and restarts Squid."""
+    """The shell line that puts the include on squid.conf's first line (once) and restarts Squid;
+    it fails (and cloud-init reports the script failed) when there is no squid.conf to put it in."""
     include = "include %s" % snippet_path
-    return "grep -qxF '%s' %s || sed -i '1i %s' %s; %s" % (
+    return "(grep -qxF '%s' %s || sed -i '1i %s' %s) && %s" % (
         include,
         squid_conf_path,
         include,
