@@ -42,12 +42,22 @@ from cloudinit.settings import PER_ALWAYS, PER_INSTANCE, PER_ONCE
 from cloudinit.sources.DataSourceNone import DataSourceNone
 
 RAN = []  # what would have been executed, in order: argv lists
-FINAL_STAGE = (  # /etc/cloud/cloud.cfg's cloud_final_modules, in order, that run scripts
-    ("scripts_per_once", cc_scripts_per_once),
-    ("scripts_per_boot", cc_scripts_per_boot),
-    ("scripts_per_instance", cc_scripts_per_instance),
-    ("scripts_user", cc_scripts_user),
-)
+SCRIPT_MODULES = {  # the final-stage modules that run scripts
+    "scripts_per_once": cc_scripts_per_once,
+    "scripts_per_boot": cc_scripts_per_boot,
+    "scripts_per_instance": cc_scripts_per_instance,
+    "scripts_user": cc_scripts_user,
+}
+CLOUD_CFG = "/etc/cloud/cloud.cfg"  # Debian's: the stages' module lists, in order
+
+
+def final_stage_modules() -> list:
+    """The script modules in the order the package's cloud.cfg runs its final stage."""
+    listed = util.read_conf(CLOUD_CFG).get("cloud_final_modules") or []
+    names = [(entry if isinstance(entry, str) else entry[0]).replace("-", "_") for entry in listed]
+    return [(name, SCRIPT_MODULES[name]) for name in names if name in SCRIPT_MODULES]
+
+
 WARNINGS = []
 
 
@@ -144,7 +154,7 @@ def main(user_data_path: str, scratch: str, execute: bool = False) -> dict:
     cc_runcmd.handle("runcmd", cfg, the_cloud, log, [])  # the config stage's
     final_stage = []
     failed = []
-    for name, module in FINAL_STAGE:
+    for name, module in final_stage_modules():
         del RAN[:]
         try:
             module.handle(name, cfg, the_cloud, log, [])

@@ -176,7 +176,10 @@ def test_with_auth_the_include_runs_after_every_user_command(kind, provider, tmp
     if kind == "boothook":
         assert run["boothooks_run"], "the user's boothook is consumed as one"
     if kind == "multipart":
-        assert run["per_frequency_scripts"]["per-boot"] == ["every-boot.sh"]  # runs before scripts_user
+        assert run["per_frequency_scripts"]["per-boot"] == ["every-boot.sh"]
+        stage = [name for name, _ran in run["final_stage"]]
+        assert stage.index("scripts_per_boot") < stage.index("scripts_user") == len(stage) - 1
+        assert dict(run["final_stage"])["scripts_per_boot"] == ["every-boot.sh"]  # before scripts_user
 
 
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
