@@ -52,12 +52,16 @@ class FakeLibvirtContractBackend:
             "zones/hv1/instances/proxy-a",
         ]
 
-    def build(self, installation=None, telemetry=None):
+    def build(self, installation=None, telemetry=None, image_url=None):
+        """The provider; ``image_url``: another URL for the base image (one with credentials)."""
         block = {
             "sshKeyFile": "/unused/key",
             "knownHostsFile": "/unused/known_hosts",
             "images": {
-                "base": {"url": self.server.url("/base.qcow2"), "sha256": hashlib.sha256(IMAGE).hexdigest()}
+                "base": {
+                    "url": image_url or self.server.url("/base.qcow2"),
+                    "sha256": hashlib.sha256(IMAGE).hexdigest(),
+                }
             },
             "machineTypes": {"tiny": {"vcpus": 1, "memoryMiB": 128}},
             "hosts": [{"name": "hv1", "address": "127.0.0.1"}],
