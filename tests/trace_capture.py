@@ -13,7 +13,9 @@ named.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
+import uuid
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -22,6 +24,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from otlp_receiver import Receiver
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry import tracing
 
 _lock = threading.Lock()
@@ -131,3 +134,16 @@ def render(spans: list) -> str:
     for root in [s for s in spans if s.parent_id not in ids]:
         walk(root, 0)
     return "\n".join(lines)
+
+
+def secret_request(backend, auth: bool = True) -> tuple:
+    """``(request, secrets)``: the harness's request with a cloud-init sentinel and, with
+    ``auth``, a password sentinel; ``secrets`` is what no exported byte may hold."""
+    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
+    req = backend.request(str(uuid.uuid4()), cloud_init="#cloud-config\n# %s\n" % sentinel)
+    secrets = [sentinel, "cloud-config"]
+    if auth:
+        password = "Pw-%s" % uuid.uuid4().hex
+        req = dataclasses.replace(req, auth=Auth("crawler", password))
+        secrets.append(password)
+    return req, secrets

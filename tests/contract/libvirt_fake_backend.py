@@ -10,6 +10,8 @@ import contextlib
 import hashlib
 import random
 
+import pytest
+from fakes.image_server import ImageServer
 from fakes.libvirt_fake import FakeDialer, FakeHost, err
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
@@ -154,3 +156,15 @@ class _AddressingDialer(FakeDialer):
 
         conn.domain_start = start
         return conn
+
+
+@pytest.fixture(name="backend")
+def fake_libvirt_backend():
+    """A harness over a fresh fake host, with its own image server; both closed at teardown."""
+    server = ImageServer()
+    harness = FakeLibvirtContractBackend(server)
+    try:
+        yield harness
+    finally:
+        harness.teardown()
+        server.close()

@@ -6,34 +6,18 @@ the cloud-init and the provider's bearer token (sentinels) appear in no exported
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
-
 import pytest
-from trace_capture import assert_no_secret, check_tree, children, exporting, render
+from trace_capture import assert_no_secret, check_tree, children, exporting, render, secret_request
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
-from contract.kubernetes_backend import KubernetesBackend
+from contract.kubernetes_backend import kubernetes_backend
 from contract.suite import cleanup, dl
 
-
-@pytest.fixture
-def backend(kube_cluster, kube_admin, kube_namespace, tmp_path):
-    harness = KubernetesBackend(kube_cluster, kube_admin, kube_namespace, tmp_path)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
+backend = kubernetes_backend
 
 
 def test_create_get_delete_hold_one_span_per_api_request(backend):
-    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
-    password = "Pw-%s" % uuid.uuid4().hex
-    req = dataclasses.replace(
-        backend.request(str(uuid.uuid4()), cloud_init="#cloud-config\n# %s\n" % sentinel),
-        auth=Auth("crawler", password),
-    )
+    req, secrets = secret_request(backend)
     provider = backend.provider
     with exporting() as (receiver, _root), cleanup(backend) as ids:
         provider_id = provider.create(req, dl(backend))
@@ -70,4 +54,4 @@ def test_create_get_delete_hold_one_span_per_api_request(backend):
     assert {s.attributes["k8s.namespace"] for s in pod_calls} == {namespace}
     statuses = [s.attributes["http.response.status_code"] for s in spans if s.name == "k8s.GET"]
     assert 200 in statuses and 404 in statuses
-    assert_no_secret(receiver, sentinel, password, backend.identity.token, "cloud-config")
+    assert_no_secret(receiver, backend.identity.token, *secrets)

@@ -12,23 +12,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from fakes.image_server import ImageServer
 from trace_capture import assert_no_secret, check_tree, children, exporting, render
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
-from contract.libvirt_fake_backend import FakeLibvirtContractBackend
+from contract.libvirt_fake_backend import fake_libvirt_backend
 from contract.suite import dl
 
-
-@pytest.fixture
-def backend():
-    server = ImageServer()
-    harness = FakeLibvirtContractBackend(server)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
-        server.close()
+backend = fake_libvirt_backend
 
 
 def test_create_get_delete_hold_the_dial_each_rpc_and_the_download(backend):

@@ -6,11 +6,8 @@ cloud-init and the password (sentinels) appear in no exported byte."""
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
-
 import pytest
-from trace_capture import assert_no_secret, check_tree, children, exporting, render
+from trace_capture import assert_no_secret, check_tree, children, exporting, render, secret_request
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy_auth import Auth
@@ -22,18 +19,14 @@ backend = local_fixtures.backend
 
 
 def test_create_get_auth_delete_are_one_tree_of_squid_calls(backend):
-    sentinel = "SENTINEL-%s" % uuid.uuid4().hex
-    password = "Pw-%s" % uuid.uuid4().hex
-    req = dataclasses.replace(
-        backend.request(str(uuid.uuid4()), cloud_init="#cloud-config\n# %s\n" % sentinel),
-        auth=Auth("crawler", password),
-    )
+    req, secrets = secret_request(backend)
     provider = backend.provider
     with exporting() as (receiver, _root), cleanup(backend) as ids:
         provider_id = provider.create(req, dl(backend))
         ids.append(provider_id)
         wait_for_state(backend, provider_id, (contract.RUNNING,))
-        assert provider.sync_auth(provider_id, Auth("crawler", "New-" + password), dl(backend)) is True
+        rotated = Auth("crawler", "New-" + req.auth.password)
+        assert provider.sync_auth(provider_id, rotated, dl(backend)) is True
         provider.delete(provider_id, dl(backend))
         ids.remove(provider_id)
     spans = list(receiver.spans)
@@ -60,4 +53,4 @@ def test_create_get_auth_delete_are_one_tree_of_squid_calls(backend):
     assert {p.attributes["server.port"] for p in probes} == {req.port}
     stop = next(s for s in spans if s.name == "squid.stop")
     assert stop.attributes["local.processes"] >= 1
-    assert_no_secret(receiver, sentinel, password, "cloud-config")
+    assert_no_secret(receiver, *secrets)
