@@ -6,7 +6,8 @@ The received tree is complete: ``reconcile`` (the provider group's step) -> ``ru
 ``module.proxy_instance`` (exported by the module's own process, continued from the run's
 ``TRACEPARENT``) -> ``provider.create`` -> ``squid.start`` (the backend call), and
 ``reconcile.apply`` for the Proxy's status write, all in one trace; the controller's log lines
-written in those spans name their trace and span. No span body holds the Secret's content or the controller's credentials.
+written in those spans name their trace and span. No span body holds the Secret's content or
+the controller's credentials.
 """
 
 from __future__ import annotations
