@@ -86,6 +86,23 @@ def exporting(module: str = "crawl.egress_proxies.proxy_instance"):
             processor.shutdown()
 
 
+@contextlib.contextmanager
+def recording():
+    """Yields an in-memory exporter holding every span ended inside (the SDK's own spans, not
+    decoded OTLP: for unit tests of what a span records)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    with _lock:
+        _install()
+    exporter = InMemorySpanExporter()
+    _switch.target = SimpleSpanProcessor(exporter)
+    try:
+        yield exporter
+    finally:
+        _switch.target = None
+
+
 def children(spans: list, parent) -> list:
     return [s for s in spans if s.parent_id == parent.span_id and s.trace_id == parent.trace_id]
 
