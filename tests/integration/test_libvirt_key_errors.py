@@ -31,7 +31,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
 from .playbook import run_playbook
 
 pytestmark = [pytest.mark.playbook]
-libvirt = pytest.importorskip("libvirt")  # a requirement of the test environment: never skipped by make
 SSHD = "/usr/sbin/sshd"
 # What libvirt's SSH clients answer for an unreadable key (libssh2, libssh): must not be quoted.
 PARSER_WORDS = ("Can't retrieve private key passphrase", "No user interaction callback", "wrong passphrase")
