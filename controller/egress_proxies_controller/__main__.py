@@ -7,7 +7,6 @@ SIGINT, when it stops taking work, lets in-flight runs finish, releases the Leas
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -18,20 +17,8 @@ from .flags import ENV_PROVIDERS_FILE, parser
 from .kube.workqueue import WorkQueue
 from .proxy.held_keys import HeldKeys
 from .stop_signals import stop_on_signals
+from .telemetry import log_format
 from .telemetry import metrics as metrics_mod
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record):
-        doc = {
-            "ts": self.formatTime(record),
-            "level": record.levelname,
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            doc["exc"] = self.formatException(record.exc_info)
-        return json.dumps(doc)
 
 
 def main(argv=None) -> int:
@@ -95,13 +82,8 @@ def _main(argv) -> int:
 
 
 def _configure_logging(args) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter()
-        if args.log_format == "json"
-        else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
-    )
-    logging.basicConfig(level=args.log_level, handlers=[handler])
+    """Log lines as ``--log-format`` says, with trace and span ids (telemetry/log_format.py)."""
+    logging.basicConfig(level=args.log_level, handlers=[log_format.handler(args.log_format)])
 
 
 def _usage_problem(args) -> str:

@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 import yaml
-from contract.kubernetes_backend import KubernetesBackend
+from contract.kubernetes_backend import kubernetes_backend
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
@@ -26,14 +26,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.proxy
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes.ids import parse_id
 from cluster import kube_testlib
 
-
-@pytest.fixture
-def backend(kube_cluster, kube_admin, kube_namespace, tmp_path):
-    harness = KubernetesBackend(kube_cluster, kube_admin, kube_namespace, tmp_path)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
+backend = kubernetes_backend  # the harness fixture (contract/kubernetes_backend.py)
 
 
 def dl() -> Deadline:

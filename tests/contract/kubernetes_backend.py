@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import random
 
+import pytest
 from cluster import kube_testlib
 from fakes.not_found_server import BODIES, NotFoundServer, write_kubeconfig
 from kubernetes import client as k8s
@@ -174,3 +175,13 @@ class KubernetesBackend:
     def teardown(self) -> None:
         self.provider.close()
         self.identity.close()
+
+
+@pytest.fixture(name="backend")
+def kubernetes_backend(kube_cluster, kube_admin, kube_namespace, tmp_path):
+    """A harness on the real test API server with its own provider identity, closed at teardown."""
+    harness = KubernetesBackend(kube_cluster, kube_admin, kube_namespace, tmp_path)
+    try:
+        yield harness
+    finally:
+        harness.teardown()

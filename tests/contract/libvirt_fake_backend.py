@@ -10,6 +10,8 @@ import contextlib
 import hashlib
 import random
 
+import pytest
+from fakes.image_server import ImageServer
 from fakes.libvirt_fake import FakeDialer, FakeHost, err
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
@@ -52,12 +54,16 @@ class FakeLibvirtContractBackend:
             "zones/hv1/instances/proxy-a",
         ]
 
-    def build(self, installation=None, telemetry=None):
+    def build(self, installation=None, telemetry=None, image_url=None):
+        """The provider; ``image_url``: another URL for the base image (one with credentials)."""
         block = {
             "sshKeyFile": "/unused/key",
             "knownHostsFile": "/unused/known_hosts",
             "images": {
-                "base": {"url": self.server.url("/base.qcow2"), "sha256": hashlib.sha256(IMAGE).hexdigest()}
+                "base": {
+                    "url": image_url or self.server.url("/base.qcow2"),
+                    "sha256": hashlib.sha256(IMAGE).hexdigest(),
+                }
             },
             "machineTypes": {"tiny": {"vcpus": 1, "memoryMiB": 128}},
             "hosts": [{"name": "hv1", "address": "127.0.0.1"}],
@@ -150,3 +156,15 @@ class _AddressingDialer(FakeDialer):
 
         conn.domain_start = start
         return conn
+
+
+@pytest.fixture(name="backend")
+def fake_libvirt_backend():
+    """A harness over a fresh fake host, with its own image server; both closed at teardown."""
+    server = ImageServer()
+    harness = FakeLibvirtContractBackend(server)
+    try:
+        yield harness
+    finally:
+        harness.teardown()
+        server.close()

@@ -3,19 +3,10 @@
 
 from __future__ import annotations
 
-import pytest
-
-from contract.kubernetes_backend import KubernetesBackend
+from contract.kubernetes_backend import kubernetes_backend
 from contract.suite import ContractSuite
 
-
-@pytest.fixture
-def backend(kube_cluster, kube_admin, kube_namespace, tmp_path):
-    harness = KubernetesBackend(kube_cluster, kube_admin, kube_namespace, tmp_path)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
+backend = kubernetes_backend  # the fixture, by the name the suite asks for
 
 
 class TestKubernetesContract(ContractSuite):

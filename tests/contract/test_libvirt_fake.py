@@ -3,22 +3,10 @@ real-libvirtd run is test_libvirt.py)."""
 
 from __future__ import annotations
 
-import pytest
-from fakes.image_server import ImageServer
-
-from contract.libvirt_fake_backend import FakeLibvirtContractBackend
+from contract.libvirt_fake_backend import fake_libvirt_backend
 from contract.suite import ContractSuite
 
-
-@pytest.fixture
-def backend():
-    server = ImageServer()
-    harness = FakeLibvirtContractBackend(server)
-    try:
-        yield harness
-    finally:
-        harness.teardown()
-        server.close()
+backend = fake_libvirt_backend  # the fixture, by the name the suite asks for
 
 
 class TestLibvirtFakeContract(ContractSuite):

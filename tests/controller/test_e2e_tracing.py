@@ -4,8 +4,10 @@ with the standard OTEL_* variables pointing at a local OTLP/HTTP receiver.
 
 The received tree is complete: ``reconcile`` (the provider group's step) -> ``runner.run`` ->
 ``module.proxy_instance`` (exported by the module's own process, continued from the run's
-``TRACEPARENT``) -> ``provider.create``, and ``reconcile.apply`` for the Proxy's status write,
-all in one trace. No span body holds the Secret's content or the controller's credentials.
+``TRACEPARENT``) -> ``provider.create`` -> ``squid.start`` (the backend call), and
+``reconcile.apply`` for the Proxy's status write, all in one trace; the controller's log lines
+written in those spans name their trace and span. No span body holds the Secret's content or
+the controller's credentials.
 """
 
 from __future__ import annotations
@@ -77,6 +79,15 @@ def test_one_create_is_one_complete_trace_without_secrets(traced):
     for span in trace:
         assert span is step or span.parent_id in by_id, span
     assert {s.name for s in _children(spans, module)} >= {"provider.create"}
+    # Under the provider call, its calls into the backend (the local provider: Squid's process).
+    assert "squid.start" in {s.name for s in _children(spans, create[0])}
+    # The controller's log lines written in the reconcile's spans name them (--log-format text).
+    with open(e2e.controller.log_path, errors="replace") as handle:
+        lines = [line for line in handle if "trace_id=%s" % step.trace_id in line]
+    assert lines, "no controller log line names the create's trace"
+    for line in lines:
+        span_id = line.rsplit("span_id=", 1)[1].split()[0]
+        assert span_id in by_id and by_id[span_id].service == "egress-proxies-controller", line
     with open(e2e.kubeconfig) as handle:
         token = yaml.safe_load(handle)["users"][0]["user"]["token"]
     for body in receiver.bodies:

@@ -79,6 +79,10 @@ PROVIDER_MAY_IMPORT_CORE: tuple[str, ...] = (
     "core.pydantic_compat",
     "core.provider_type",
     "core.squid_conf",
+    # The child span per backend call (opened at each provider's seam) and the run's context it
+    # hangs from; opentelemetry stays behind telemetry's guarded import (rule 7).
+    "telemetry.backend_spans",
+    "telemetry.tracing",
 )
 # Rule 5: the one part of ansible-core a provider may import (see the page for why).
 PROVIDER_MAY_IMPORT_ANSIBLE: tuple[str, ...] = ("ansible.module_utils.urls",)

@@ -6,11 +6,14 @@ libvirt-python calls block in C, and the kubernetes client runs a kubeconfig's e
 plugin as a subprocess without a timeout: each runs in a worker thread while the caller waits
 for the smaller of its budget and the deadline (and wakes on cancellation). A call that
 overruns is abandoned: the caller gets ``CallAbandoned`` (a ``DeadlineExceeded``, so
-Transient everywhere) and the worker is left to finish or die with the process.
+Transient everywhere) and the worker is left to finish or die with the process. The worker
+runs in a copy of the caller's context, so a span the call opens, and every log line it writes,
+belong to the caller's span (telemetry/backend_spans.py).
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 
@@ -38,7 +41,10 @@ def run(func, args, seconds: float, deadline, what: str, thread_prefix: str = "b
         finally:
             done.set()
 
-    threading.Thread(target=work, name="%s %s" % (thread_prefix, what), daemon=True).start()
+    context = contextvars.copy_context()
+    threading.Thread(
+        target=context.run, args=(work,), name="%s %s" % (thread_prefix, what), daemon=True
+    ).start()
     while not done.wait(max(0.0, min(_WAIT_SLICE, end - time.monotonic()))):
         if deadline.cancelled:
             raise CallAbandoned("%s abandoned: the operation was cancelled" % what)

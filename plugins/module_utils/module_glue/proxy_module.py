@@ -35,12 +35,17 @@ PROVIDER_LOGGER = "crawl.egress_proxies"
 
 
 class _ListHandler(logging.Handler):
+    """The run's ``debug_log``; a line written inside a span names its trace and span, so it can
+    be found beside the exported spans (telemetry/tracing.py)."""
+
     def __init__(self):
         super().__init__(logging.DEBUG)
         self.lines = []
 
     def emit(self, record):
-        self.lines.append("%s %s" % (record.levelname, record.getMessage()))
+        trace_id, span_id = tracing.log_ids()  # emit runs in the logging thread: its span
+        ids = " trace_id=%s span_id=%s" % (trace_id, span_id) if trace_id else ""
+        self.lines.append("%s%s %s" % (record.levelname, ids, record.getMessage()))
 
 
 class _Module(AnsibleModule):

@@ -9,7 +9,8 @@ also runs inside an OpenTelemetry span ``provider.<op>``, a child of the module 
 (``telemetry/tracing.py``, which configures the exporter from the standard ``OTEL_*`` variables and takes
 the parent from ``TRACEPARENT``); without the API, or with nothing configured, it is a no-op.
 Spans carry the op, the provider's configured name and type and the error class: never an
-argument. Providers never count or time their own calls.
+argument. Providers never count or time their own calls; under this span each opens one child
+per backend call at its seam (backend_spans.py).
 """
 
 from __future__ import annotations

@@ -147,3 +147,15 @@ def parent():
     if otel_trace.get_current_span().get_span_context().is_valid:
         return None
     return _state["context"]
+
+
+def log_ids() -> tuple:
+    """``(trace_id, span_id)`` of the current span in hex, as collectors show them, or
+    ``("", "")`` outside any span: what a log line written now carries (the modules' debug log,
+    the controller's log)."""
+    if otel_trace is None:
+        return "", ""
+    context = otel_trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return "", ""
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")

@@ -50,6 +50,35 @@ except ImportError:  # the collection imports without the SDK; using the provide
 
 SCOPES = ("https://www.googleapis.com/auth/compute",)
 
+# Each ComputeAPI method is one REST request (``retry=None``; a list reads its first page only):
+# its REST method, and the span attribute each positional argument is, or None for one a span
+# must not carry (a request body holds cloud-init and labels; a filter or page token is noise).
+RPCS = {
+    "insert_instance": ("instances.insert", ("gcp.zone", None)),
+    "get_instance": ("instances.get", ("gcp.zone", "gcp.instance")),
+    "delete_instance": ("instances.delete", ("gcp.zone", "gcp.instance")),
+    "start_instance": ("instances.start", ("gcp.zone", "gcp.instance", "gcp.verb")),
+    "list_instances_page": ("instances.aggregatedList", (None, None, None)),
+    "list_zone_operations": ("zoneOperations.list", ("gcp.zone", None, None)),
+    "delete_zone_operation": ("zoneOperations.delete", ("gcp.zone", "gcp.operation")),
+    "get_firewall": ("firewalls.get", ("gcp.firewall",)),
+    "insert_firewall": ("firewalls.insert", (None,)),
+    "patch_firewall": ("firewalls.patch", ("gcp.firewall", None)),
+    "get_global_operation": ("globalOperations.get", ("gcp.operation",)),
+    "get_region": ("regions.get", ("gcp.region",)),
+}
+
+
+def rpc_attributes(method_name: str, args: tuple) -> tuple:
+    """``(rpc, attributes)`` for a span around ``ComputeAPI.<method_name>(*args)``: identifiers
+    only, by the table above (an unknown method, such as a test double's, names itself)."""
+    rpc, names = RPCS.get(method_name, (method_name, ()))
+    attributes = {"gcp.rpc": rpc}
+    for name, value in zip(names, args, strict=False):
+        if name is not None and isinstance(value, str):
+            attributes[name] = value
+    return rpc, attributes
+
 
 def _as_dict(message) -> dict:
     # Enum names, not numbers: Operation.status must read "DONE" like the REST reference.

@@ -38,7 +38,10 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     operations,
     subject,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import ComputeAPI
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.api import (
+    ComputeAPI,
+    rpc_attributes,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp.classify import (
     OperationFailed,
     api_not_found,
@@ -56,6 +59,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.gcp
     parse_id,
     to_instance,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.backend_spans import backend_call
 
 # Per-call cap; the Deadline shortens it. Long enough for a slow list page, short enough that a
 # hung connection cannot eat a whole module run.
@@ -112,8 +116,18 @@ class GcpProvider(contract.Provider, contract.Checker, ErrorSeam):
         deadline.check(what)
         budget = deadline.budget(CALL_BUDGET_SECONDS)
         call = functools.partial(method, *args, timeout=budget)
+        rpc, attributes = rpc_attributes(getattr(method, "__name__", what), args)
+        attributes["gcp.project"] = self.config.project
         try:
-            return abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+            with backend_call("gcp.%s" % rpc, attributes) as span:
+                try:
+                    answer = abandon.run(call, (), budget, deadline, what, thread_prefix="gcp")
+                except Exception as exc:
+                    if status_of(exc):
+                        span.set_attribute("http.response.status_code", status_of(exc))
+                    raise
+                span.set_attribute("http.response.status_code", 200)  # the API answers 200 or raises
+                return answer
         except abandon.CallAbandoned as exc:
             token_uri = getattr(self.api, "pending_token_uri", lambda: "")()
             if not token_uri:

@@ -17,7 +17,10 @@ import traceback
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     require_readable,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import connection
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import (
+    connection,
+    traced_pool,
+)
 
 try:
     from kubernetes import client as k8s_client
@@ -125,7 +128,9 @@ def api_client(block):
     for attribute, value in connection.overrides(block).items():
         setattr(configuration, attribute, value)
     configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take
-    return k8s_client.ApiClient(configuration)
+    client = k8s_client.ApiClient(configuration)
+    traced_pool.trace_requests(client)  # a child span per API request (traced_pool.py)
+    return client
 
 
 def is_timeout(exc: BaseException) -> bool:

@@ -19,6 +19,7 @@ import time
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import abandon
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.abandon import CallAbandoned
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.backend_spans import backend_call
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
@@ -53,6 +54,14 @@ def _describe(args) -> str:
     return ",".join(parts)
 
 
+def error_fields(span, exc: BaseException) -> None:
+    """libvirt's error number and domain on a call's span (its text stays off: it can quote
+    what the call was given)."""
+    if isinstance(getattr(exc, "code", None), int):
+        span.set_attribute("libvirt.error_code", exc.code)
+        span.set_attribute("libvirt.error_domain", int(getattr(exc, "domain", 0) or 0))
+
+
 class GuardedConnection:
     """A ``Connection`` whose every method runs under a budget, for one operation's deadline."""
 
@@ -72,16 +81,25 @@ class GuardedConnection:
         return GuardedConnection(self._conn, self._host, self._budgets, deadline, self._on_abandon)
 
     def call(self, method: str, *args, seconds: float | None = None):
+        """One seam call, in its span ``libvirt.<method>`` (telemetry/backend_spans.py), which
+        its log line is written inside of."""
+        attributes = {"libvirt.host": self._host, "libvirt.rpc": method, "libvirt.args": _describe(args)}
+        with backend_call("libvirt.%s" % method, attributes) as span:
+            return self._call(span, method, args, seconds)
+
+    def _call(self, span, method: str, args: tuple, seconds: float | None):
         func = getattr(self._conn, method)
         start = time.monotonic()
         what = "%s(%s) on %s" % (method, _describe(args), self._host)
         try:
             value = run(func, args, seconds or self._budgets.call, self._deadline, what)
         except CallAbandoned:
+            span.set_attribute("libvirt.abandoned", True)
             log.warning("libvirt call abandoned host=%s method=%s", self._host, method)
             self._on_abandon(self._conn)
             raise
         except Exception as exc:
+            error_fields(span, exc)
             log.debug(
                 "libvirt call host=%s method=%s args=%s seconds=%.3f error_code=%s error=%s",
                 self._host,

@@ -21,6 +21,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline
     DeadlineExceeded,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import guard
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.backend_spans import backend_call
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
@@ -74,6 +75,17 @@ class HostTable:
     def dial(self, host, deadline):
         """A new connection (also used by the check, which never pools it)."""
         start = time.monotonic()
+        attributes = {"libvirt.host": host.name, "libvirt.address": host.address, "libvirt.user": host.user}
+        with backend_call("libvirt.dial", attributes) as span:
+            try:
+                conn = self._dial(host, deadline, start)
+            except Exception as exc:
+                guard.error_fields(span, exc)
+                raise
+            span.set_attribute("libvirt.transport", getattr(conn, "transport", ""))
+            return conn
+
+    def _dial(self, host, deadline, start: float):
         try:
             conn = guard.run(self._dialer.dial, (host,), self._budgets.dial, deadline, "dial %s" % host.name)
         except Exception as exc:

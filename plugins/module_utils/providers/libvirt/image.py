@@ -20,6 +20,7 @@ import dataclasses
 import hashlib
 import logging
 import urllib.error
+import urllib.parse
 
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError
 from ansible.module_utils.urls import SSLValidationError, open_url
@@ -40,6 +41,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.lib
     check_http_url,
     check_identifier,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.backend_spans import backend_call
 
 log = logging.getLogger("crawl.egress_proxies.providers.libvirt")
 
@@ -116,13 +118,32 @@ def check_unused(conn, pool: str, image: Image) -> None:
         )
 
 
+def span_attributes(image: Image) -> dict:
+    """What the download's spans say: the catalogue key and the URL's host, never the URL (it
+    may carry credentials or a signed query)."""
+    return {
+        "libvirt.image": image.key,
+        "url.host": urllib.parse.urlsplit(image.url).hostname or "",
+        "libvirt.sha256_configured": bool(image.sha256),
+    }
+
+
 def open_download(image: Image, timeout: float):
     """``(response, length)``; the body is read later, after the space precheck."""
+    with backend_call("libvirt.download.open", span_attributes(image)) as span:
+        response, length = _open_download(image, timeout, span)
+        span.set_attribute("http.response.status_code", int(getattr(response, "status", 0) or 0))
+        span.set_attribute("http.response.body.size", length)
+        return response, length
+
+
+def _open_download(image: Image, timeout: float, span):
     try:
         response = open_url(
             image.url, timeout=timeout, http_agent="crawl.egress_proxies", follow_redirects="safe"
         )
     except urllib.error.HTTPError as exc:
+        span.set_attribute("http.response.status_code", exc.code)
         kind = Transient if exc.code == 429 or exc.code >= 500 else Permanent
         raise kind("image download %s: HTTP %d %s" % (image.url, exc.code, exc.reason)) from None
     except SSLValidationError as exc:
@@ -149,7 +170,14 @@ def close_download(response) -> None:
 
 def fill(conn, pool: str, image: Image, response, length: int, deadline, budgets) -> None:
     """Stream the body into a fresh image volume, verify it, then write the marker last (after
-    ``check_unused``: an untrusted copy is replaced only when nothing backs onto it)."""
+    ``check_unused``: an untrusted copy is replaced only when nothing backs onto it). The span
+    ``libvirt.download`` holds the transfer and its volume calls."""
+    with backend_call("libvirt.download", dict(span_attributes(image), **{"libvirt.pool": pool})) as span:
+        _fill(conn, pool, image, response, length, deadline, budgets)
+        span.set_attribute("libvirt.bytes", length)
+
+
+def _fill(conn, pool: str, image: Image, response, length: int, deadline, budgets) -> None:
     for volume in (image.marker, image.volume):
         volumes.delete_if_present(conn, pool, volume)
     conn.volume_create(pool, xmlbuild.raw_volume_xml(image.volume, length))

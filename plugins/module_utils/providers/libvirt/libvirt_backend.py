@@ -22,7 +22,10 @@ import urllib.parse
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     require_readable,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import backend
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import (
+    backend,
+    dial_errors,
+)
 
 try:
     import libvirt
@@ -322,7 +325,7 @@ class LibvirtDialer:
             return LibvirtConnection(self._open(host, self.transport))
         except libvirt.libvirtError as exc:
             if self.transport != TRANSPORT or _NOT_BUILT_IN not in str(exc):
-                raise _translate(exc) from exc
+                raise dial_errors.translated(exc, host, cfg) from None
         log.warning(
             "libvirt here has no libssh2 transport, falling back to libssh: replies of some sizes "
             "(large domain or volume listings) may then stall until the call budget ends"
@@ -331,7 +334,7 @@ class LibvirtDialer:
         try:
             return LibvirtConnection(self._open(host, FALLBACK_TRANSPORT), FALLBACK_TRANSPORT)
         except libvirt.libvirtError as exc:
-            raise _translate(exc) from exc
+            raise dial_errors.translated(exc, host, cfg) from None
 
     def _open(self, host, transport: str):
         cfg = self.config

@@ -27,6 +27,7 @@ import subprocess
 import time
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import safe_files
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.backend_spans import backend_call
 
 PROCESS_RECORD = "process.json"
 CONF = "squid.conf"
@@ -146,7 +147,22 @@ SQUID_ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 def start(squid_binary: str, instance_dir: str, instance_name: str) -> int:
     """Start Squid for the instance and record its identity; returns the pid. When the record
     cannot be written (a full disk), the Squid just started is stopped before the error is
-    raised: a Squid nobody recorded must not be left serving."""
+    raised: a Squid nobody recorded must not be left serving. Span ``squid.start``."""
+    with backend_call("squid.start", {"local.instance": instance_name}) as span:
+        pid = _start(squid_binary, instance_dir, instance_name)
+        span.set_attribute("process.pid", pid)
+        return pid
+
+
+def signal_instance(pid: int, instance_name: str, what: str) -> None:
+    """``reconfigure`` (SIGHUP: Squid rereads squid.conf and restarts its helpers) or ``resume``
+    (SIGCONT: a suspended Squid carries on), in the span ``squid.<what>``."""
+    signum = {"reconfigure": signal.SIGHUP, "resume": signal.SIGCONT}[what]
+    with backend_call("squid.%s" % what, {"local.instance": instance_name, "process.pid": pid}):
+        os.kill(pid, signum)
+
+
+def _start(squid_binary: str, instance_dir: str, instance_name: str) -> int:
     conf = os.path.join(instance_dir, CONF)
     with safe_files.opened_dir(instance_dir) as dir_fd:
         out = safe_files.open_append(dir_fd, OUTPUT)  # root's file in root's directory, unfollowed
@@ -225,12 +241,20 @@ def _all_pids(instance_dir: str) -> list:
 
 def stop(instance_dir: str, instance_name: str, deadline, grace: float = 5.0) -> None:
     """Stop every Squid of the instance (TERM, then KILL after ``grace``), recorded or found by
-    its command line, and remove its shared memory; raises ``Survived`` while one is left."""
+    its command line, and remove its shared memory; raises ``Survived`` while one is left.
+    Span ``squid.stop``, with how many processes were signalled and whether SIGKILL was needed."""
+    with backend_call("squid.stop", {"local.instance": instance_name}) as span:
+        _stop(instance_dir, instance_name, deadline, grace, span)
+
+
+def _stop(instance_dir: str, instance_name: str, deadline, grace: float, span) -> None:
     pids = _all_pids(instance_dir)
+    span.set_attribute("local.processes", len(pids))
     if pids:
         _signal_all(pids, signal.SIGTERM)
         left = _wait_gone(instance_dir, deadline.budget(grace))
         if left:
+            span.set_attribute("local.killed", True)
             _signal_all(left, signal.SIGKILL)
             left = _wait_gone(instance_dir, 2.0)
         if left:

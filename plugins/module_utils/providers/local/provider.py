@@ -19,7 +19,6 @@ import logging
 import os
 import pwd
 import shutil
-import signal
 import socket
 import subprocess
 
@@ -43,6 +42,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.loc
     StoreError,
     write_private,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.telemetry.backend_spans import backend_call
 
 ID_PREFIX = "local/"
 STARTUP_GRACE_SECONDS = 30.0
@@ -203,7 +203,7 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
                 safe_files.unlink(fd, PASSWD)
         state, pid = process.status(self.store.path(name))
         if state != process.DEAD:
-            os.kill(pid, signal.SIGHUP)  # Squid's reconfigure: rereads squid.conf, restarts its helpers
+            process.signal_instance(pid, name, "reconfigure")
 
     @staticmethod
     def _accepts(address: str, port: int, deadline) -> bool:
@@ -212,6 +212,22 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
                 return True
         except OSError:
             return False
+
+    def _serves(self, name: str, pid: int, address: str, port: int, deadline) -> bool:
+        """The readiness probe, in its span ``squid.probe``: this Squid holds the listening
+        socket and accepts a connection."""
+        attributes = {
+            "local.instance": name,
+            "process.pid": pid,
+            "server.address": address,
+            "server.port": port,
+        }
+        with backend_call("squid.probe", attributes) as span:
+            listens = listening.listens(pid, address, port)
+            ready = listens and self._accepts(address, port, deadline)
+            span.set_attribute("local.listening", listens)
+            span.set_attribute("local.ready", ready)
+            return ready
 
     def _instance(self, name: str, record: dict, deadline) -> contract.Instance:
         directory = self.store.path(name)
@@ -222,7 +238,7 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
             address, port = record["address"], int(record["port"])
             # Its own Squid must hold the listening socket: a connect alone may reach another
             # process on that address and port (listening.py).
-            if listening.listens(pid, address, port) and self._accepts(address, port, deadline):
+            if self._serves(name, pid, address, port, deadline):
                 phase = contract.RUNNING
             else:
                 phase = contract.PROVISIONING
@@ -255,7 +271,7 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
             if state == process.ALIVE:
                 return
             if state == process.SUSPENDED:
-                os.kill(pid, signal.SIGCONT)  # a suspended Squid resumes where it was
+                process.signal_instance(pid, name, "resume")  # it carries on where it was
                 return
             deadline.check("create")
             pid = process.start(self._squid_binary(), self.store.path(name), name)
