@@ -64,8 +64,8 @@ class ProviderHealthMonitor(PeriodicLoop):
         try:
             result = self.executor.check(self.round_timeout)
         except RunFailed as exc:
-            log.warning("provider checks: %s", exc)
-            result = {}
+            log.warning("provider checks: %s; trying again in %gs", exc, self.interval)
+            return  # one line for one problem (no second "returned nothing" about it)
         entries = result.get("providers")
         if entries is None:
             log.warning("provider checks returned nothing: %s", result.get("msg", "no result"))
