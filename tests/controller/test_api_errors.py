@@ -50,3 +50,22 @@ def test_a_body_that_is_not_a_status_is_cut_short_and_anything_else_is_one_line(
     assert errors.describe(ApiException(status=0, reason="Connection refused")) == "HTTP 0 Connection refused"
     assert errors.describe(OSError("a\nb")) == "a b"
     assert errors.describe(TimeoutError()) == "TimeoutError"
+
+
+def test_a_failure_is_one_line_for_an_api_error_and_a_traceback_for_anything_else(caplog):
+    import logging
+
+    log = logging.getLogger("egress_proxies_controller.test")
+    body = json.dumps({"kind": "Status", "message": 'proxies "a" is forbidden', "code": 403})
+    with caplog.at_level(logging.INFO, logger="egress_proxies_controller"):
+        errors.log_failure(
+            log, "reconcile of ns/a failed", ApiException(http_resp=_Response(403, "Forbidden", body))
+        )
+        try:
+            raise KeyError("status")
+        except KeyError as exc:
+            errors.log_failure(log, "reconcile of ns/b failed", exc)
+    api, bug = caplog.records
+    assert api.getMessage() == 'reconcile of ns/a failed: HTTP 403 Forbidden: proxies "a" is forbidden'
+    assert api.exc_info is None and api.levelname == "ERROR"
+    assert bug.getMessage() == "reconcile of ns/b failed" and bug.exc_info[0] is KeyError
