@@ -169,9 +169,7 @@ class Informer:
                     log.info("%s: watch expired (410 Gone): relisting", self.resource)
                     listed = False
                     continue
-                if self._stop.is_set():
-                    return  # stop() closed the watch: nothing went wrong
-                log.warning("%s: list/watch failed: %s; retrying in 2s", self.resource, errors.describe(exc))
+                log.warning("%s: list/watch failed: %s; retrying", self.resource, exc.reason)
                 self._stop.wait(2.0)
             except Exception as exc:  # connection reset, timeouts: resume from the last event's version
                 if self._stop.is_set():
