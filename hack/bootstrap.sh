@@ -29,6 +29,8 @@ apt_packages+=(gcc pkg-config libvirt-dev)
   # libvirt's own validator judges the generated domain and volume XML
   # (tests/unit/test_libvirt_xml_validate.py): virt-xml-validate and the xmllint it runs.
   libvirt-clients libxml2-utils
+  # promtool judges the controller's /metrics and its PrometheusRule (tests/controller/promtool.py).
+  prometheus
 )
 # The controller image's build and runtime packages (controller/install.sh, which the Containerfile
 # runs too): tests/controller/test_installed_controller.py installs and runs the controller as the
@@ -47,6 +49,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq -o DPkg::Lock::Timeout=900
   apt-get install -y -qq -o DPkg::Lock::Timeout=900 --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts the prometheus server on install (port 9090, scraping itself): the tests only
+# want promtool, so where systemd runs the service is stopped and kept from starting at boot.
+# (In a container without systemd, invoke-rc.d's policy never starts it.)
+if [ "$profile" = test ] && [ -d /run/systemd/system ] && { systemctl is-enabled -q prometheus || systemctl is-active -q prometheus; } 2>/dev/null; then
+  say "stopping and disabling the prometheus service (only promtool is used)"
+  systemctl disable --now -q prometheus
 fi
 
 reqs=("$root/requirements.txt")

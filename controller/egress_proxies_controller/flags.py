@@ -78,11 +78,12 @@ def _execution(g) -> None:
         ),
     )
     g.add_argument(
-        "--no-poll-rounds",
+        "--poll-rounds",
         dest="poll_in_rounds",
-        action="store_false",
-        help="poll each Running Proxy --running-poll after its last answer, instead of in one round "
-        "per provider per interval (rounds: one run and one list answer a provider's whole fleet)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="poll a provider's Running Proxies in one round per --running-poll (one run and one "
+        "list answer its whole fleet); --no-poll-rounds: each Proxy --running-poll after its last answer",
     )
     _numbers(
         g,

@@ -71,6 +71,7 @@ def _apply(admin, doc: dict) -> None:
         "Role": lambda: rbac.create_namespaced_role(meta["namespace"], doc),
         "RoleBinding": lambda: rbac.create_namespaced_role_binding(meta["namespace"], doc),
         "Namespace": lambda: core.create_namespace(doc),
+        "Secret": lambda: core.create_namespaced_secret(meta["namespace"], doc),
     }[kind]
     try:
         create()
@@ -89,7 +90,7 @@ def _apply(admin, doc: dict) -> None:
 
 def apply_all(admin, docs) -> None:
     """Create each of ``docs`` (a CRD, waiting until it is established, or replaced when it
-    exists; a Namespace; RBAC), as ``install_api`` does with the shipped ones."""
+    exists; a Namespace; RBAC; a Secret), as ``install_api`` does with the shipped ones."""
     for doc in docs:
         _apply(admin, doc)
 

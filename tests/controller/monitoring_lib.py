@@ -16,7 +16,7 @@ import re
 
 import yaml
 
-from . import promql
+from . import promql, promtool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "controller", "config")
@@ -78,8 +78,10 @@ def group_of(expr: str) -> str:
 
 
 def check_scrape(text: str, group: str) -> int:
-    """Every expression of ``group`` (see GROUPS; "" for the rest) names only metrics and
-    labels ``text`` has; answers how many were checked."""
+    """``promtool check metrics`` finds nothing to say about ``text``, and every expression of
+    ``group`` (see GROUPS; "" for the rest) names only metrics and labels ``text`` has; answers
+    how many expressions were checked."""
+    promtool.check_metrics(text)
     scraped = promql.scrape_labels(text)
     chosen = [(where, expr) for where, expr in expressions() if group_of(expr) == group]
     problems = [

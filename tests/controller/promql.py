@@ -1,4 +1,4 @@
-"""A small PromQL parser for the tests of the shipped dashboard and alerts (no promtool here).
+"""A small PromQL parser for the tests of the shipped dashboard and alerts: the names each uses.
 
 ``parse(expr)`` checks the expression against the PromQL grammar the project's queries use
 (selectors with matchers, ranges and subqueries, offsets, functions and aggregations with

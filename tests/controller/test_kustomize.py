@@ -108,6 +108,38 @@ def test_the_optional_service_monitor_scrapes_the_metrics_service():
     assert "components" not in default  # optional: not in the standard install
 
 
+def test_the_service_monitor_sends_its_own_scraper_token_by_authorization():
+    """``authorization`` from a Secret (the Prometheus Operator deprecates ``bearerTokenFile``):
+    the component's service-account token Secret, of a ServiceAccount bound to the metrics
+    reader ClusterRole and to nothing else."""
+    objects = kustomize_render.render(os.path.join(CONFIG, "monitoring"))
+    (monitor,) = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert "bearerTokenFile" not in endpoint and "bearerTokenSecret" not in endpoint
+    assert endpoint["authorization"]["type"] == "Bearer"
+    credentials = endpoint["authorization"]["credentials"]
+    (secret,) = [o for o in objects if o["kind"] == "Secret"]
+    assert credentials == {"name": secret["metadata"]["name"], "key": "token"}
+    assert secret["metadata"]["namespace"] == monitor["metadata"]["namespace"]  # where the operator reads it
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    (sa,) = [o for o in objects if o["kind"] == "ServiceAccount"]
+    assert (sa["metadata"]["name"], sa["metadata"]["namespace"]) == (account, NAMESPACE)
+    (binding,) = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "egress-proxies-metrics-reader",
+    }
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+    assert sorted(o["kind"] for o in objects) == [
+        "ClusterRoleBinding",
+        "Secret",
+        "ServiceAccount",
+        "ServiceMonitor",
+    ]
+
+
 def test_the_network_policy_admits_exactly_the_metrics_and_health_ports():
     objects = kustomize_render.render(os.path.join(CONFIG, "default"))
     (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]

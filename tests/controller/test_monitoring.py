@@ -1,7 +1,8 @@
 """The shipped Grafana dashboard and PrometheusRule (issue 29, point 6): every query is PromQL
-(promql.py stands in for promtool, which is not here), names the series operators need, and the
-end-to-end scrapes (monitoring_lib.check_scrape, from test_e2e_pools.py and test_e2e_shards.py)
-between them check every expression's names; the parser and the name check refuse what they must;
+(promql.py finds the names each one uses; promtool judges the rule in test_promtool.py), names
+the series operators need, and the end-to-end scrapes (monitoring_lib.check_scrape, from
+test_e2e_pools.py and test_e2e_shards.py; promtool checks each scrape) between them check every
+expression's names; the parser and the name check refuse what they must;
 the rule passes the Prometheus Operator's schema on the test API server."""
 
 from __future__ import annotations
@@ -172,3 +173,24 @@ def test_the_rule_passes_the_prometheus_operator_schema(kube_admin):
     bad["spec"]["groups"][0]["rules"][0]["for"] = "5m"
     with pytest.raises(Exception, match="expr"):
         test_kustomize.dry_run_apply(dynamic, bad)
+
+
+# Grafana's unit ids the dashboard uses (a typo would show raw numbers without a word).
+GRAFANA_UNITS = {"s", "ops", "percentunit", "short", "bool_yes_no"}
+
+
+def test_every_dashboard_panel_and_override_has_a_unit():
+    """A number without a unit misleads (seconds read as counts): every panel that draws data
+    says its unit, and a target with another unit than the panel's has an override saying so."""
+    for panel in monitoring_lib.panels(monitoring_lib.dashboard()):
+        if panel["type"] == "row":
+            continue
+        field = panel.get("fieldConfig") or {}
+        unit = (field.get("defaults") or {}).get("unit")
+        assert unit in GRAFANA_UNITS, "panel %r: unit %r" % (panel["title"], unit)
+        refs = {t["refId"] for t in panel["targets"]}
+        for override in field.get("overrides") or []:
+            assert override["matcher"] == {"id": "byFrameRefID", "options": override["matcher"]["options"]}
+            assert override["matcher"]["options"] in refs, panel["title"]
+            assert [p["id"] for p in override["properties"]] == ["unit"], panel["title"]
+            assert override["properties"][0]["value"] in GRAFANA_UNITS, panel["title"]

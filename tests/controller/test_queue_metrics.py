@@ -62,3 +62,5 @@ def test_reconcile_results_errors_and_process_figures_are_exported():
     assert m.registry.get_sample_value("process_resident_memory_bytes") > 0
     assert m.registry.get_sample_value("process_open_fds") > 0
     assert m.registry.get_sample_value("egress_proxies_children_cpu_seconds_total") >= 0
+    # A figure that only grows is a counter (promtool refuses a gauge named *_total).
+    assert "# TYPE egress_proxies_children_cpu_seconds_total counter" in text

@@ -30,6 +30,7 @@ import yaml
 
 # collection first: it makes the collection's module_utils importable (collection.py)
 from .. import collection  # noqa: F401  # pylint: disable=unused-import
+from ..kube import errors
 from .credential_watch import CredentialWatch
 
 # isort: split
@@ -167,7 +168,7 @@ class ProvidersConfig:
         try:
             problems = self._validate(candidate, names)
         except Exception as exc:  # the check could not run: try this version again next time
-            log.warning("providers file %s: could not be checked yet: %s", self.path, exc)
+            log.warning("providers file %s: could not be checked yet: %s", self.path, errors.describe(exc))
             os.unlink(candidate)
             return False
         self._seen = digest

@@ -19,7 +19,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
 from .. import api, version
-from . import events
+from . import errors, events
 
 __all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "load", "watch"]
 
@@ -319,7 +319,13 @@ class Kube:
             created = self._create_event(obj, event_type, reason, message, component, kind, api_version)
             self.events.recorded(key, created.metadata.name, meta["namespace"], 1)
         except Exception as exc:
-            log.warning("event %s on %s/%s not recorded: %s", reason, meta["namespace"], meta["name"], exc)
+            log.warning(
+                "event %s on %s/%s not recorded: %s",
+                reason,
+                meta["namespace"],
+                meta["name"],
+                errors.describe(exc),
+            )
 
     def _count_repeat(self, key: tuple) -> bool:
         """Patch the count of the Event recorded for ``key``; False when there is none to patch."""

@@ -30,6 +30,7 @@ import logging
 import threading
 
 from ..proxy.spec import trim_inline_cloud_init
+from . import errors
 from .client import ApiException, watch
 from .object_ids import key_of, resource_version
 from .own_writes import OwnWrites
@@ -171,7 +172,9 @@ class Informer:
                 log.warning("%s: list/watch failed: %s; retrying", self.resource, exc.reason)
                 self._stop.wait(2.0)
             except Exception as exc:  # connection reset, timeouts: resume from the last event's version
-                log.warning("%s: watch interrupted: %s; resuming", self.resource, exc)
+                if self._stop.is_set():
+                    return  # stop() closed the watch's connection under it: the error is ours
+                log.warning("%s: watch interrupted: %s; resuming", self.resource, errors.describe(exc))
                 self._stop.wait(1.0)
 
     def _tell(self, key: str, old: dict | None, new: dict | None) -> None:

@@ -20,9 +20,15 @@ import os
 import threading
 import time
 
+from . import errors
 from .client import ApiException, client
 
 log = logging.getLogger("egress_proxies_controller.kube.leader")
+# What an operator does about a refusal of the Lease (said with its first occurrence).
+HINTS = {
+    403: " (grant the controller's ServiceAccount get, create and update on leases in that namespace, as "
+    "controller/config/rbac/leader_election_role.yaml does, or set --leader-election-namespace)",
+}
 
 
 def _now():
@@ -184,6 +190,7 @@ class LeaderElector(LeaseTimes):
         )
 
     def acquire(self, stop: threading.Event) -> bool:
+        said = ""  # the last failure logged: the same one again is the same problem, said once
         while not stop.is_set():
             try:
                 if self._try():
@@ -191,7 +198,17 @@ class LeaderElector(LeaseTimes):
                     self.is_leader.set()
                     return True
             except Exception as exc:
-                log.warning("leader election: %s", exc)
+                failure = errors.describe(exc)
+                if failure != said:
+                    log.warning(
+                        "leader election: lease %s/%s: %s; retrying every %gs%s",
+                        self.namespace,
+                        self.name,
+                        failure,
+                        self.retry_period,
+                        HINTS.get(getattr(exc, "status", None), ""),
+                    )
+                    said = failure
             stop.wait(self.retry_period)
         return False
 
@@ -204,7 +221,7 @@ class LeaderElector(LeaseTimes):
                     if not self._try():
                         log.warning("lease %s/%s: renewal refused", self.namespace, self.name)
                 except Exception as exc:
-                    log.warning("lease renewal failed: %s", exc)
+                    log.warning("lease renewal failed: %s", errors.describe(exc))
 
         def watchdog():
             while not stop.wait(0.1):
@@ -236,4 +253,4 @@ class LeaderElector(LeaseTimes):
                     self.name, self.namespace, give_up(lease), _request_timeout=5
                 )
         except Exception as exc:
-            log.warning("releasing the lease: %s", exc)
+            log.warning("releasing the lease: %s", errors.describe(exc))

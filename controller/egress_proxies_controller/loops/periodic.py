@@ -6,6 +6,8 @@ import logging
 import random
 import threading
 
+from ..kube import errors
+
 log = logging.getLogger("egress_proxies_controller.loops.periodic")
 
 
@@ -40,8 +42,8 @@ class PeriodicLoop:
             try:
                 if self.gate is None or self.gate():
                     self.round()
-            except Exception:
-                log.exception("%s round failed", self.name)
+            except Exception as exc:
+                errors.log_failure(log, "%s round failed" % self.name, exc)
             self.rounds += 1
             if self.stop_event.wait(self._delay()):
                 return

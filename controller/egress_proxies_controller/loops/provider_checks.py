@@ -58,12 +58,14 @@ class ProviderHealthMonitor(PeriodicLoop):
         self.round_timeout = round_timeout
 
     def round(self) -> None:
+        if not self._providers_file_valid():
+            return
         checked_at = conditions.now_rfc3339()
         try:
             result = self.executor.check(self.round_timeout)
         except RunFailed as exc:
-            log.warning("provider checks: %s", exc)
-            result = {}
+            log.warning("provider checks: %s; trying again in %gs", exc, self.interval)
+            return  # one line for one problem (no second "returned nothing" about it)
         entries = result.get("providers")
         if entries is None:
             log.warning("provider checks returned nothing: %s", result.get("msg", "no result"))
@@ -79,6 +81,18 @@ class ProviderHealthMonitor(PeriodicLoop):
                     1 if target.get("ready") else 0
                 )
         self._remove_stale(seen)
+
+    def _providers_file_valid(self) -> bool:
+        """Wait (at most an interval) for the first valid providers file: at start the file is
+        still being validated, and a round without it would only say so. An invalid file is
+        reported where it is read (/readyz, the Lease's Event, a metric), not here again."""
+        waited = 0.0
+        while not self.executor.providers_file:
+            if waited >= self.interval or self.stop_event.wait(0.2):
+                log.debug("provider checks: no valid providers file yet; skipping this round")
+                return False
+            waited += 0.2
+        return True
 
     def _write(self, name: str, entry: dict, checked_at: str) -> None:
         current = self.kube.get_cluster_object(api.HEALTH_PLURAL, name)

@@ -35,7 +35,7 @@ from .. import collection  # noqa: F401  # pylint: disable=unused-import
 
 # isort: split
 from .. import api
-from ..kube import conditions
+from ..kube import conditions, errors
 from ..kube.informer import Informer, key_of
 from ..kube.workqueue import WorkQueue
 from ..loops.periodic import PeriodicLoop
@@ -214,8 +214,8 @@ class PoolController(PeriodicLoop):
         member_objs = [o for o in map(self.proxies.get, self.members.of(key)) if o and owner_uid(o) == uid]
         try:
             self.reconcile(obj, member_objs)
-        except Exception:
-            log.exception("pool %s: reconcile failed", key)
+        except Exception as exc:
+            errors.log_failure(log, "pool %s: reconcile failed" % key, exc)
             self.due.done(key)
             self.due.add_rate_limited(key)
             return

@@ -28,6 +28,7 @@ import threading
 import time
 
 from ..kube import client as kube_mod
+from ..kube import errors
 from ..kube.informer import BEHIND
 from ..telemetry import tracing
 from . import poll_rounds, run_inputs
@@ -209,8 +210,8 @@ class ProxyController:
     def _batch(self, keys: list) -> None:
         try:
             self._process(keys)
-        except Exception:
-            log.exception("batch of %d keys failed", len(keys))
+        except Exception as exc:
+            errors.log_failure(log, "batch of %d keys failed" % len(keys), exc)
             self._back_off_held(keys)
         finally:
             self._batch_slots.release()
@@ -346,8 +347,8 @@ class ProxyController:
                     self._guarded(
                         key, lambda k=key, a=action, r=answer, o=obj: self._apply_one(k, a, r, o, reconciler)
                     )
-        except Exception:
-            log.exception("run of %d keys failed", len(group))
+        except Exception as exc:
+            errors.log_failure(log, "run of %d keys failed" % len(group), exc)
             self._back_off_held(group)
         finally:
             self._hand_over(provider, slots)
@@ -364,8 +365,8 @@ class ProxyController:
         """One key's failure (an API error on its write) backs off that key only."""
         try:
             work()
-        except Exception:
-            log.exception("reconcile of %s failed", key)
+        except Exception as exc:
+            errors.log_failure(log, "reconcile of %s failed" % key, exc)
             self._finish(key, rec.Step(backoff=True))
 
     def _plan_one(self, key: str, reconciler: Reconciler, planned: dict) -> None:

@@ -38,6 +38,7 @@ import socket
 import struct
 import sys
 import time
+import warnings
 
 from . import environ_mark
 from .process_tree import RUN_ENV
@@ -84,6 +85,20 @@ PRELOAD = (
     "ansible.plugins.strategy.linear",
     "ansible.plugins.vars.host_group_vars",
 )
+
+
+def _report_warnings(caught: list) -> None:
+    """What importing ansible-core warned about, one line each on the controller's log (this
+    process's stderr), leaving out a dependency's notice of its own future API (cryptography's
+    ``CryptographyDeprecationWarning`` about DSA, met through ansible-core's SSH agent code):
+    nothing an operator can act on, and printed at every fork server start."""
+    for item in caught:
+        category = item.category
+        if issubclass(
+            category, (DeprecationWarning, PendingDeprecationWarning)
+        ) or category.__name__.endswith("DeprecationWarning"):
+            continue
+        print("egress-proxies fork server: %s: %s" % (category.__name__, item.message), file=sys.stderr)
 
 
 class Server:
@@ -156,13 +171,15 @@ class Server:
         os.environ.clear()
         os.environ.update(env)
         os.chdir(cwd)  # where ansible-core looks for ansible.cfg, as the run's would
-        import ansible.cli.playbook  # noqa: F401  (the cost every run no longer pays)
+        with warnings.catch_warnings(record=True) as caught:
+            import ansible.cli.playbook  # noqa: F401  (the cost every run no longer pays)
 
-        for name in PRELOAD:
-            try:
-                importlib.import_module(name)
-            except Exception:
-                pass
+            for name in PRELOAD:
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    pass
+        _report_warnings(caught)
         os.chdir("/")
         self.adopted = dict(env)
         self.config = _config_file(cwd, env)

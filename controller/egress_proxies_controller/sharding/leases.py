@@ -23,6 +23,7 @@ import threading
 
 from prometheus_client import Counter, Gauge
 
+from ..kube import errors
 from ..kube.client import ApiException, client
 from ..kube.leader import LeaseTimes, give_up, new_lease, take
 from . import assignment as shards_mod
@@ -174,7 +175,7 @@ class ShardCoordinator(LeaseTimes):
             if self._hold(self.member_name, "member", members.get(self.member_name), timeout):
                 self._member_at = started
         except Exception as exc:
-            log.warning("membership lease %s: %s", self.member_name, exc)
+            log.warning("membership lease %s: %s", self.member_name, errors.describe(exc))
         # One failed write of our own membership (a 409 after a lost reply) must not make us give
         # every shard away: we count as a member while our last renewal is within the deadline.
         renewed = self._member_at is not None and started - self._member_at < self.renew_deadline
@@ -218,7 +219,7 @@ class ShardCoordinator(LeaseTimes):
                         self.on_acquired(shard)
             except Exception as exc:
                 all_renewed = all_renewed and not held
-                log.warning("shard lease %s: %s", name, exc)
+                log.warning("shard lease %s: %s", name, errors.describe(exc))
         with self._lock:
             self.assigned = assigned
             self.rounds += 1
@@ -260,7 +261,9 @@ class ShardCoordinator(LeaseTimes):
                     self._observed.pop(name, None)
                 except ApiException as exc:
                     if exc.status not in (404, 409):
-                        log.warning("deleting the expired membership lease %s: %s", name, exc)
+                        log.warning(
+                            "deleting the expired membership lease %s: %s", name, errors.describe(exc)
+                        )
 
     # -- the loops -----------------------------------------------------------------------
 
@@ -271,7 +274,7 @@ class ShardCoordinator(LeaseTimes):
                 try:
                     self.round()
                 except Exception as exc:
-                    log.warning("shard round: %s", exc)
+                    log.warning("shard round: %s", errors.describe(exc))
                 took = self._clock() - started
                 if took > self.retry_period:
                     log.warning("shard round took %.1fs (retry period %.1fs)", took, self.retry_period)
@@ -301,4 +304,4 @@ class ShardCoordinator(LeaseTimes):
                 self._release(shard, leases.get(self.shard_name(shard)), 5)
             self.api.delete_namespaced_lease(self.member_name, self.namespace, _request_timeout=5)
         except Exception as exc:
-            log.warning("releasing the shard leases: %s", exc)
+            log.warning("releasing the shard leases: %s", errors.describe(exc))

@@ -7,13 +7,13 @@ module results; they become ``egress_proxies_provider_*`` series here.
 from __future__ import annotations
 
 import http.server
-import os
 import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .. import version
+from . import children_cpu
 from .poll_gaps import PollGaps
 from .proxy_metrics import ProxyConditions
 from .queue_metrics import WorkQueueMetrics
@@ -21,11 +21,6 @@ from .rest_metrics import RestClientMetrics
 
 CONTROLLER = "proxy"  # the controller label controller-runtime puts on its reconcile series
 RESULTS = ("success", "error", "requeue_after")  # what ProxyController._finish reports
-
-
-def _children_cpu_seconds() -> float:
-    times = os.times()  # one read: user and system of the same moment
-    return times.children_user + times.children_system
 
 
 class Metrics:
@@ -95,13 +90,7 @@ class Metrics:
         self.poll_gaps = PollGaps(self.registry)
         # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...
         ProcessCollector(registry=self.registry)
-        children = Gauge(
-            "egress_proxies_children_cpu_seconds_total",
-            "CPU seconds of the child processes the controller waited for (ansible-runner runs and "
-            "their modules); with process_cpu_seconds_total, what the controller costs in all.",
-            registry=self.registry,
-        )
-        children.set_function(_children_cpu_seconds)
+        self.registry.register(children_cpu.ChildrenCpu())
         self.runs_in_flight = Gauge(
             "egress_proxies_runner_runs_in_flight",
             "ansible-runner runs started and not finished yet.",

@@ -23,6 +23,8 @@ import tempfile
 import threading
 import time
 
+from ..kube import errors
+
 log = logging.getLogger("egress_proxies_controller.telemetry.metrics_auth")
 
 AUTHN_TTL = 60.0
@@ -157,7 +159,7 @@ class Authorizer:
                 allowed = self.reviews.access_review(user, path, "get")
                 self.decisions.put(decision_key, allowed, ALLOW_TTL if allowed else DENY_TTL)
         except Exception as exc:  # the API server did not answer: nothing cached, try again next time
-            log.warning("metrics: authenticating a request failed: %s", exc)
+            log.warning("metrics: authenticating a request failed: %s", errors.describe(exc))
             return 500, "Internal Server Error"
         if not allowed:
             return 403, "Forbidden (user %r may not get %s)" % (user.get("username", ""), path)
