@@ -15,6 +15,7 @@ import copy
 import logging
 import threading
 
+from ansible.module_utils.ansible_release import __version__ as ansible_core_version
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
@@ -22,7 +23,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import UsageError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import MissingLibrary
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import core_range, param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue import arg_shapes
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import (
     PROVIDERS_ARGS,
@@ -103,6 +104,9 @@ class ProxyModule:
         spec.update(argument_spec)
         exclusive = list(kwargs.pop("mutually_exclusive", [])) + PROVIDERS_MUTUALLY_EXCLUSIVE
         self.module = _Module(argument_spec=spec, mutually_exclusive=exclusive, **kwargs)
+        unsupported = core_range.problem(ansible_core_version)
+        if unsupported:
+            self.module.fail_json(msg=unsupported)
         self.params = self.module.params
         self.raw_params = getattr(self.module, "raw_params", self.params)
         self.module.no_log_values.update(_inline_secrets(self.params.get("providers")))
