@@ -166,3 +166,32 @@ def test_a_backend_value_is_never_evaluated_as_a_template(tmp_path):
     assert shown.rc == 0, shown.stdout[-3000:] + shown.stderr[-2000:]
     assert "[%s|%s|%s]" % (HOSTILE, HOSTILE, HOSTILE) in shown.stdout, shown.stdout[-3000:]
     assert RAN not in shown.stdout + shown.stderr
+
+
+def test_gc_names_the_providers_it_skipped_without_the_task_looking_skipped(tmp_path):
+    """``skipped`` is a result key every ansible-core reads as the task's own state (2.21 turns a
+    list there into a bool); the providers a sweep skipped come back as ``skipped_providers``."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"  # nothing listens there
+        "users: [{name: u, user: {token: t0k}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u, namespace: default}}]\n"
+    )
+    kubeconfig.chmod(0o600)
+    broken = {"name": "broken", "type": "kubernetes", "kubernetes": {"kubeconfig": str(kubeconfig)}}
+    tasks = [
+        {
+            "name": "sweep",
+            "crawl.egress_proxies.proxy_gc": {"providers": [broken], "live_uids": [], "timeout": 30},
+            "register": "swept",
+        },
+        {"name": "after", "ansible.builtin.debug": {"msg": "{{ swept is skipped }}"}},
+    ]
+    run = run_playbook(tmp_path, tasks)
+    assert run.rc == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    swept = run["sweep"]
+    assert swept["skipped_providers"] == ["broken"] and not swept.get("skipped"), swept
+    assert [e["provider"] for e in swept["errors"]] == ["broken"]
+    assert run["after"]["msg"] is False or run["after"]["msg"] == "False", run["after"]
+    assert "converted to bool" not in run.stdout + run.stderr
