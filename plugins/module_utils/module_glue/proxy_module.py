@@ -74,7 +74,13 @@ class _Module(AnsibleModule):
     def __init__(self, argument_spec: dict, **kwargs):
         self.raw_params = None
         self._validated = False
-        super().__init__(argument_spec=argument_spec, **kwargs)
+        try:
+            super().__init__(argument_spec=argument_spec, **kwargs)
+        except OverflowError:
+            # core's check_type_int raises on an infinite number ("inf", ".inf") instead of
+            # failing; the parameters are loaded by then, so the option is named from them as
+            # given (``fail_json`` below puts arg_shapes' problem in the message).
+            self.fail_json(msg="an integer option is infinite")
         self._validated = True
         self.raw_params = self._as_given()
 
