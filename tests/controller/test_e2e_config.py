@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 
 from . import e2e_lib, test_e2e
 from .e2e_lib import GROUP, PLURAL, VERSION, condition
+from .hostile_files import SENTINEL
 
 pytestmark = [pytest.mark.squid]
 controller_api = e2e_lib.controller_api
@@ -178,3 +179,65 @@ def test_the_orphan_gc_waits_for_a_valid_providers_file(unconfigured):
     ]
     assert (errors, "Traceback" in text, "RunFailed" in text) == ([], False, False), text
     assert GC_WAITS in text
+
+
+LIVENESS = 5.0  # seconds: a loop blocked longer turns /healthz unhealthy
+
+
+@pytest.fixture
+def lively(controller_api, kube_cluster, kube_namespace, tmp_path):
+    """The e2e controller with a short liveness timeout, so a blocked loop shows on /healthz."""
+    env = test_e2e.E2E(controller_api, kube_cluster, kube_namespace, tmp_path)
+    yield from test_e2e.started(env, ["--liveness-timeout", str(LIVENESS)])
+
+
+def _healthz(e2e) -> int:
+    url = "http://127.0.0.1:%d/healthz" % e2e.controller.health_port
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_token_in_a_broken_file_reaches_no_output_and_a_fifo_blocks_nothing(lively):
+    """Issue 40 §1 and §4 on the running controller: a YAML mistake on the line of a kubernetes
+    apiKey is reported on /readyz, in the log and as the Lease Event with its position only;
+    a FIFO put at --providers-file is refused without blocking the loop (/healthz stays 200,
+    a new Proxy becomes Ready on the last good version)."""
+    e2e = lively
+    path = e2e.controller.providers_file
+    broken = (
+        yaml.safe_dump(e2e.providers).encode()
+        + (
+            "  - name: leaky\n    type: kubernetes\n    kubernetes:\n"
+            "      host: https://127.0.0.1:6443\n      apiKey: %s x: y\n" % SENTINEL
+        ).encode()
+    )
+    with open(path + ".tmp", "wb") as handle:
+        handle.write(broken)
+    os.replace(path + ".tmp", path)
+    kube_testlib.wait_for("the mistake on /readyz", lambda: "not valid YAML" in _readyz(e2e), timeout=30)
+    kube_testlib.wait_for(
+        "the mistake as an Event",
+        lambda: any(r == "ProvidersFileInvalid" and "line" in m for r, m in _lease_events(e2e)),
+        timeout=30,
+    )
+    seen = _readyz(e2e) + repr(_lease_events(e2e)) + e2e.controller.tail(100000)
+    assert "mapping values are not allowed here (line" in seen
+    assert SENTINEL not in seen
+    os.unlink(path)
+    os.mkfifo(path)
+    try:
+        kube_testlib.wait_for("the FIFO on /readyz", lambda: "it is a FIFO" in _readyz(e2e), timeout=30)
+        e2e.create("after-fifo", {"provider": "local"})
+        deadline = time.monotonic() + 3 * LIVENESS
+        while time.monotonic() < deadline:
+            assert _healthz(e2e) == 200, e2e.controller.tail(200)
+            time.sleep(0.5)
+        e2e.wait_ready("after-fifo")
+    finally:
+        os.unlink(path)
+        e2e.controller.write_providers(e2e.providers)
+    kube_testlib.wait_for("fixed file in use", lambda: "providers file:" not in _readyz(e2e), timeout=30)
+    assert SENTINEL not in e2e.controller.tail(100000)
