@@ -17,6 +17,16 @@ SENTINEL = "tok3n5ent1nel" + "8f2c" * 8  # as long as a real token: never named 
 MIB = 1024 * 1024
 
 
+# A kubeconfig whose token is written as an alias: PyYAML names the alias in its message.
+KUBECONFIG_ALIAS = "apiVersion: v1\nusers:\n  - name: u\n    user: {token: *%s}\n" % SENTINEL
+
+
+def leaks(text: str) -> bool:
+    """Whether ``text`` holds any 8 characters of the token in a row: PyYAML's snippet shows a
+    window of about 36 characters before the error, so a long token leaks in part."""
+    return any(SENTINEL[i : i + 8] in text for i in range(len(SENTINEL) - 7))
+
+
 def _vm_size() -> int:
     with open("/proc/self/status") as handle:
         for line in handle:

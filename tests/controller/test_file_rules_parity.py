@@ -16,12 +16,14 @@ import os
 import pytest
 from egress_proxies_controller.config.credential_watch import CredentialWatch
 from egress_proxies_controller.config.providers_file import ProvidersConfig
+from egress_proxies_controller.kube import client as kube_mod
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import credential_files
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kubernetes import sdk
 
-from .hostile_files import HOSTILE, HOSTILE_CREDENTIALS, SENTINEL, bounded
+from .hostile_files import HOSTILE, HOSTILE_CREDENTIALS, KUBECONFIG_ALIAS, bounded, leaks
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chown to nobody needs root")
 
@@ -57,7 +59,7 @@ def test_both_sides_refuse_a_hostile_providers_file_alike(tmp_path, case):
     assert controller["took"] is False and controller["validated"] == 0, controller
     assert words in controller["error"] and controller["error"].startswith(path), controller
     assert controller["reports"] == [controller["error"]], controller
-    assert SENTINEL not in module + repr(controller)
+    assert not leaks(module + repr(controller))
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_CREDENTIALS))
@@ -96,3 +98,20 @@ def test_a_fifo_planted_at_a_missing_credential_file_never_blocks_the_loop(tmp_p
 
     changed, kept = bounded(ticks)
     assert changed == ["k"] and "FIFO" in kept
+
+
+def test_both_sides_read_a_kubeconfig_without_quoting_it(tmp_path):
+    """The kubernetes provider's kubeconfig (loaded by the client library, which parses it with
+    PyYAML) and the controller's --kubeconfig: an alias written where the token belongs is
+    reported by position, never by its name."""
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG_ALIAS)
+    parsed = providers_file.parse(
+        {"providers": [{"name": "k", "type": "kubernetes", "kubernetes": {"kubeconfig": str(path)}}]}
+    )
+    with pytest.raises(sdk.ConfigException) as module:
+        sdk.api_client(parsed.providers[0].block)
+    with pytest.raises(kube_mod.StartupError) as controller:
+        kube_mod.load(str(path))
+    for message in (str(module.value), str(controller.value)):
+        assert "found undefined alias (line 4" in message and not leaks(message), message

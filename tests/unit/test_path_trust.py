@@ -14,7 +14,6 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import ConfigError
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import path_trust
 
 NOBODY = 65534
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chown to nobody needs root")
@@ -33,6 +32,8 @@ def _local(tmp_path, **block):
 
 
 def test_the_rule_names_who_could_change_the_path(tmp_path):
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import path_trust
+
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     os.chown(theirs, NOBODY, NOBODY)
