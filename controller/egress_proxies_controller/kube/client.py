@@ -17,16 +17,8 @@ import logging
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-# collection first: it makes the collection's module_utils importable (collection.py)
-from .. import (
-    api,
-    collection,  # noqa: F401  # pylint: disable=unused-import
-    version,
-)
+from .. import api, version
 from . import events
-
-# isort: split
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import yaml_reader
 
 __all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "load", "watch"]
 
@@ -58,6 +50,13 @@ def load(kubeconfig: str | None = None, context: str | None = None) -> client.Ap
     client library answers a missing, unreadable or malformed file with anything from
     ConfigException to TypeError). Nothing is sent to the API server here: an API server that
     does not answer yet is waited for, not a start-up mistake."""
+    # Imported here: --help, --version and a missing collection's one line need no collection.
+    # collection first: it makes the collection's module_utils importable (collection.py)
+    from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+    # isort: split
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import yaml_reader
+
     if kubeconfig:
         try:  # the modules' reader: bounded, and its messages quote no line of the file (issue 40)
             doc = yaml_reader.load_file(kubeconfig, "kubeconfig")
