@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
+import pathlib
+import shutil
+import tempfile
 
 import pytest
 from egress_proxies_controller.config.providers_file import ProvidersConfig, check
 from egress_proxies_controller.kube import client as kube_mod
 from egress_proxies_controller.runs.executor import Executor
 
-from .hostile_files import KUBECONFIG_ALIAS, NOBODY, SENTINEL, leaks
+from .hostile_files import KUBECONFIG_ALIAS, NOBODY, SENTINEL, bounded, leaks
 
 API_KEY_LINE = (
     "providers:\n  - name: k\n    type: kubernetes\n    kubernetes:\n"
@@ -106,3 +109,35 @@ def test_an_own_work_dir_is_taken_and_made_private(tmp_path):
     work.mkdir(mode=0o755)
     Executor(str(work), str(tmp_path / "providers.yaml"), fork_server=False).close()
     assert oct(work.stat().st_mode & 0o777) == "0o700"
+
+
+@pytestmark_root
+def test_a_non_root_controller_takes_a_work_dir_on_a_world_writable_volume():
+    """The shipped Pod: uid 65532 alone, --work-dir below an emptyDir, which Kubernetes makes
+    0777. Only root's work directory, and what root reads configuration from, need the
+    directories above them to be safe."""
+    top = tempfile.mkdtemp(prefix="egress-proxies-pod-")  # pytest's tmp_path is root's 0700
+    os.chmod(top, 0o755)
+    volume = pathlib.Path(top) / "volume"
+    volume.mkdir()
+    volume.chmod(0o777)
+
+    def as_the_pod_user():
+        os.setgid(65532)
+        os.setuid(65532)
+        executor = Executor(str(volume / "runner"), str(volume / "providers.yaml"), fork_server=False)
+        executor.close()
+        from egress_proxies_controller.runs import work_dir
+
+        from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+
+        work_dir.private_dir(str(volume / "runner" / "fork-server"))
+        copy = volume / "runner" / "providers.yaml"  # as the private copy the modules read
+        copy.write_text("providers: []\n")
+        assert list(providers_file.load_file(str(copy)).providers) == []
+        return oct(os.stat(volume / "runner").st_mode & 0o777)
+
+    try:
+        assert bounded(as_the_pod_user) == "0o700"
+    finally:
+        shutil.rmtree(top)

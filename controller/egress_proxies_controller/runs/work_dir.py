@@ -4,9 +4,12 @@ Root runs what the work directory holds (the fork server's stand-in ``ansible-pl
 run's project and env files) and writes under it (the private copies of the providers file). A
 directory another user owns, or can write, on the way to any of those would let that user
 replace a file root then executes (issue 40). ``--work-dir`` is created 0700 when missing; when
-it exists it must belong to root or this process's user (it is then made 0700), and every
-directory above it must be one nobody else can change (helpers/path_trust.py, the modules' own
-rule). The directories below it are checked when they are made, the same way.
+it exists it must belong to root or this process's user (it is then made 0700), and nothing below
+it may be another user's or writable by one. Run as root, every directory above it must be one
+nobody else can change too (helpers/path_trust.py, the modules' own rule). Run as another user,
+the directories above are not judged: the shipped Pod runs as uid 65532 alone, and its work
+directory lies on an emptyDir, which Kubernetes makes 0777. The directories made below it later
+are checked when they are made.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ def prepare(path: str) -> None:
     """Create ``path`` (0700) if missing, refuse it unless it is ours under directories nobody
     else can change, and make it 0700. ``OSError`` when it cannot be created."""
     os.makedirs(path, mode=0o700, exist_ok=True)
-    reason = path_trust.unsafe_reason(path)  # the directories above it, as written and resolved
+    # the directories above it, as written and resolved, where root is the one that runs its files
+    reason = path_trust.root_unsafe_reason(path, entry_too=False)
     info = os.stat(path)
     if not reason and info.st_uid not in (0, os.geteuid()):
         reason = "%s belongs to uid %d" % (path, info.st_uid)
@@ -60,10 +64,17 @@ def _foreign_entry(top: str) -> str:
 
 
 def private_dir(path: str) -> str:
-    """``path`` (below the work directory) created 0700 if missing, refused when another user
-    owns or can write it or a directory above it; returns ``path``."""
+    """``path`` (below the work directory, which ``prepare`` judged) created 0700 if missing,
+    refused when it is a link or another user owns or can write it; returns ``path``."""
     os.makedirs(path, mode=0o700, exist_ok=True)
-    reason = path_trust.unsafe_reason(path, entry_too=True)
+    info = os.lstat(path)
+    reason = ""
+    if not stat.S_ISDIR(info.st_mode):
+        reason = "it is not a directory"
+    elif info.st_uid not in (0, os.geteuid()):
+        reason = "it belongs to uid %d" % info.st_uid
+    elif path_trust.others_may_write(info):
+        reason = "it is writable by %s" % path_trust.others_may_write(info)
     if reason:
         raise UnsafeWorkDir("%s is refused: %s" % (path, reason))
     return path

@@ -36,9 +36,10 @@ class FileProblem(Exception):
 
 def read_bytes(path: str, what: str, trusted: bool = False) -> bytes:
     """The file's bytes, at most ``MAX_FILE_BYTES``. With ``trusted``, a path another user could
-    change (path_trust) is refused before it is opened: the file names what root runs."""
+    change is refused before it is opened, when root reads it: the file names what root runs
+    (path_trust.root_unsafe_reason)."""
     if trusted:
-        reason = path_trust.unsafe_reason(path, entry_too=True)
+        reason = path_trust.root_unsafe_reason(path)
         if reason:
             raise FileProblem("%s is refused: %s" % (what, reason))
     try:

@@ -9,9 +9,11 @@ group-writable for a group that is not root's or ours) could swap the entry for 
 or a link; one who owns or can write the file itself simply edits it. Root would then run their
 code (``squidBinary``, the fork server's stand-in ``ansible-playbook``), obey their
 configuration (the providers file names both) or write where they point (``stateDir``, the work
-directory). Trusted are root and this process's user. Both the path as written and as resolved
-are walked, so a link is judged by where it leads too. Missing parts are not judged (a
-directory created on first use is created by us); the caller reports a missing file itself.
+directory): ``root_unsafe_reason`` judges those, when this process is root. ``unsafe_reason``
+alone judges credential files for every user (issue 28). Trusted are root and this process's
+user. Both the path as written and as resolved are walked, so a link is judged by where it
+leads too. Missing parts are not judged (a directory created on first use is created by us);
+the caller reports a missing file itself.
 """
 
 from __future__ import annotations
@@ -70,3 +72,11 @@ def unsafe_reason(path: str, entry_too: bool = False) -> str:
         if writer:
             return "%s is writable by %s" % (target, writer)
     return ""
+
+
+def root_unsafe_reason(path: str, entry_too: bool = True) -> str:
+    """The rule for what root runs, reads configuration from or writes under: ``unsafe_reason``
+    when this process is root, else ``""``. A process of another user runs nothing as root, and
+    the shipped Pod runs as one user alone on volumes Kubernetes makes 0777 (an emptyDir), where
+    "every user" is that user."""
+    return unsafe_reason(path, entry_too) if os.geteuid() == 0 else ""

@@ -14,7 +14,9 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic
     field_validator,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.path_trust import unsafe_reason
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.path_trust import (
+    root_unsafe_reason,
+)
 
 DEFAULT_STATE_DIR = "/var/lib/egress-proxies/local"
 DEFAULT_ADDRESS_RANGE = "127.77.0.0/16"
@@ -29,7 +31,7 @@ def find_squid(name: str) -> str | None:
 
 def refusal(path: str) -> str:
     """Why root must not run ``path`` or write under it (helpers/path_trust.py), or ``""``."""
-    reason = unsafe_reason(path, entry_too=True)
+    reason = root_unsafe_reason(path)
     return "%s is refused: %s" % (excerpt(path), reason) if reason else ""
 
 
