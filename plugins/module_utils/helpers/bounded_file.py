@@ -1,7 +1,7 @@
 # Copyright: egress-proxies contributors
 # Apache License 2.0 (see LICENSE)
 """The one reader for every file the modules and the controller read from an operator (the
-providers file, credential files, kubeconfigs), and the one JSON parser for their content.
+providers file, credential files, kubeconfigs).
 
 A plain ``open().read()`` blocks for good on a FIFO (no writer ever comes), reads a link to
 ``/dev/zero`` until memory runs out, and a parser's own message may quote the line it failed on,
@@ -14,7 +14,6 @@ neither side can drift from the other.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -79,19 +78,6 @@ def decode(data: bytes) -> str:
             "not UTF-8: byte 0x%02x at line %d, column %d (offset %d)"
             % (data[exc.start], line, column, exc.start)
         ) from None
-
-
-def parse_json(text: str):
-    """The JSON value of ``text``; an error says what was expected and where, nothing more
-    (``json``'s own message is already content-free, but the position is all that is kept)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FileProblem(
-            "not valid JSON: %s (line %d, column %d)" % (exc.msg.split(":")[0][:80], exc.lineno, exc.colno)
-        ) from None
-    except RecursionError:
-        raise FileProblem("not valid JSON: nested too deeply") from None
 
 
 def _kind(mode: int) -> str:
