@@ -207,13 +207,11 @@ def test_a_token_in_a_broken_file_reaches_no_output_and_a_fifo_blocks_nothing(li
     a new Proxy becomes Ready on the last good version)."""
     e2e = lively
     path = e2e.controller.providers_file
-    broken = (
-        yaml.safe_dump(e2e.providers).encode()
-        + (
-            "  - name: leaky\n    type: kubernetes\n    kubernetes:\n"
-            "      host: https://127.0.0.1:6443\n      apiKey: %s x: y\n" % SENTINEL
-        ).encode()
-    )
+    e2e.create("before", {"provider": "local"})
+    e2e.wait_ready("before")  # the good version is in use
+    leaky = {"name": "leaky", "type": "kubernetes", "kubernetes": {"apiKey": "KEY"}}
+    text = yaml.safe_dump(dict(e2e.providers, providers=[*e2e.providers["providers"], leaky]))
+    broken = text.replace("apiKey: KEY", "apiKey: %s x: y" % SENTINEL).encode()
     with open(path + ".tmp", "wb") as handle:
         handle.write(broken)
     os.replace(path + ".tmp", path)
@@ -225,6 +223,7 @@ def test_a_token_in_a_broken_file_reaches_no_output_and_a_fifo_blocks_nothing(li
     )
     seen = _readyz(e2e) + repr(_lease_events(e2e)) + e2e.controller.tail(100000)
     assert "mapping values are not allowed here (line" in seen
+    assert "the last good version stays in use" in seen
     assert not leaks(seen)
     os.unlink(path)
     os.mkfifo(path)
