@@ -200,15 +200,18 @@ def _healthz(e2e) -> int:
         return exc.code
 
 
-def test_a_token_in_a_broken_file_reaches_no_output_and_a_fifo_blocks_nothing(lively):
-    """Issue 40 §1 and §4 on the running controller: a YAML mistake on the line of a kubernetes
-    apiKey is reported on /readyz, in the log and as the Lease Event with its position only;
-    a FIFO put at --providers-file is refused without blocking the loop (/healthz stays 200,
-    a new Proxy becomes Ready on the last good version)."""
+def _in_use(e2e, name: str) -> None:
+    """A Proxy made Ready: a good version of the file is in use."""
+    e2e.create(name, {"provider": "local"})
+    e2e.wait_ready(name)
+
+
+def test_a_token_in_a_broken_file_reaches_no_output(lively):
+    """Issue 40 §1 on the running controller: a YAML mistake on the line of a kubernetes apiKey
+    is reported on /readyz, in the log and as the Lease Event with its position only."""
     e2e = lively
     path = e2e.controller.providers_file
-    e2e.create("before", {"provider": "local"})
-    e2e.wait_ready("before")  # the good version is in use
+    _in_use(e2e, "before")
     leaky = {"name": "leaky", "type": "kubernetes", "kubernetes": {"apiKey": "KEY"}}
     text = yaml.safe_dump(dict(e2e.providers, providers=[*e2e.providers["providers"], leaky]))
     broken = text.replace("apiKey: KEY", "apiKey: %s x: y" % SENTINEL).encode()
@@ -221,10 +224,20 @@ def test_a_token_in_a_broken_file_reaches_no_output_and_a_fifo_blocks_nothing(li
         lambda: any(r == "ProvidersFileInvalid" and "line" in m for r, m in _lease_events(e2e)),
         timeout=30,
     )
-    seen = _readyz(e2e) + repr(_lease_events(e2e)) + e2e.controller.tail(100000)
-    assert "mapping values are not allowed here (line" in seen
-    assert "the last good version stays in use" in seen
-    assert not leaks(seen)
+    readyz, events, log = _readyz(e2e), repr(_lease_events(e2e)), e2e.controller.tail(100000)
+    assert (leaks(readyz), leaks(events), leaks(log)) == (False, False, False), readyz
+    for seen in (readyz, events, log):
+        assert "mapping values are not allowed here (line" in seen
+    assert "the last good version stays in use" in events
+
+
+def test_a_fifo_at_the_providers_file_blocks_nothing(lively):
+    """Issue 40 §4 on the running controller: a FIFO put at --providers-file is refused without
+    blocking the loop (/healthz stays 200 for three liveness timeouts, a new Proxy becomes Ready
+    on the last good version), and the fixed file is taken."""
+    e2e = lively
+    path = e2e.controller.providers_file
+    _in_use(e2e, "before")
     os.unlink(path)
     os.mkfifo(path)
     try:
@@ -239,4 +252,3 @@ def test_a_token_in_a_broken_file_reaches_no_output_and_a_fifo_blocks_nothing(li
         os.unlink(path)
         e2e.controller.write_providers(e2e.providers)
     kube_testlib.wait_for("fixed file in use", lambda: "providers file:" not in _readyz(e2e), timeout=30)
-    assert not leaks(e2e.controller.tail(100000))
