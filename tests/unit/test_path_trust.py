@@ -121,3 +121,12 @@ def test_a_group_writable_providers_file_is_refused(tmp_path):
     path.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP)
     with pytest.raises(ConfigError, match="writable by group 65534"):
         providers_file.load_file(str(path))
+
+
+def test_a_state_dir_made_on_first_use_in_a_sticky_directory_is_taken(tmp_path):
+    """/tmp/proxies (docs/configuration.md): what root makes in a sticky directory is root's."""
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    parsed = providers_file.parse(_local(tmp_path, stateDir=str(sticky / "proxies")))
+    assert parsed.providers[0].block.state_dir == str(sticky / "proxies")

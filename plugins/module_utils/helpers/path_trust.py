@@ -80,3 +80,24 @@ def root_unsafe_reason(path: str, entry_too: bool = True) -> str:
     the shipped Pod runs as one user alone on volumes Kubernetes makes 0777 (an emptyDir), where
     "every user" is that user."""
     return unsafe_reason(path, entry_too) if os.geteuid() == 0 else ""
+
+
+def root_create_reason(directory: str) -> str:
+    """Why root must not create an entry in ``directory`` (a ``stateDir`` made on first use), or
+    ``""``: the rule for the directory and those above it, where a world-writable directory is
+    fine when sticky (``/tmp``), since the entry root creates is root's."""
+    if os.geteuid() != 0:
+        return ""
+    reason = unsafe_reason(directory)
+    if reason:
+        return reason
+    try:
+        info = os.stat(directory)
+    except OSError:
+        return ""
+    if info.st_uid not in (0, os.geteuid()):
+        return "%s belongs to uid %d" % (directory, info.st_uid)
+    writer = others_may_write(info)
+    if writer and not info.st_mode & stat.S_ISVTX:
+        return "%s is writable by %s" % (directory, writer)
+    return ""

@@ -15,6 +15,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.path_trust import (
+    root_create_reason,
     root_unsafe_reason,
 )
 
@@ -33,6 +34,18 @@ def refusal(path: str) -> str:
     """Why root must not run ``path`` or write under it (helpers/path_trust.py), or ``""``."""
     reason = root_unsafe_reason(path)
     return "%s is refused: %s" % (excerpt(path), reason) if reason else ""
+
+
+def state_dir_refusal(state_dir: str) -> str:
+    """Why root must not write under ``state_dir``, or make it in its nearest existing ancestor
+    (a sticky ``/tmp`` is fine there: what root makes is root's), or ``""``."""
+    probe = os.path.normpath(state_dir)
+    while probe != "/" and not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if probe == os.path.normpath(state_dir):
+        return refusal(probe)
+    reason = root_create_reason(probe)
+    return "%s is refused: %s" % (excerpt(state_dir), reason) if reason else ""
 
 
 class LocalConfig(BlockModel):
@@ -55,8 +68,8 @@ class LocalConfig(BlockModel):
             probe = os.path.dirname(probe)
         if not os.path.isdir(probe):
             raise ValueError("%s is not a directory" % excerpt(probe))
-        if refusal(probe):  # root writes under it: nobody else may own or write it (issue 40)
-            raise ValueError(refusal(probe))
+        if state_dir_refusal(value):  # root writes under it (issue 40)
+            raise ValueError(state_dir_refusal(value))
         return value
 
     @field_validator("squid_binary")

@@ -40,6 +40,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.loc
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.config import (
     find_squid,
     refusal,
+    state_dir_refusal,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
     RUN,
@@ -497,8 +498,10 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
             return contract.TargetStatus(
                 "stateDir", path, False, "StateDirUnusable", "%s is not writable" % probe, details
             )
-        if refusal(probe):
-            return contract.TargetStatus("stateDir", path, False, "StateDirUnusable", refusal(probe), details)
+        if state_dir_refusal(path):
+            return contract.TargetStatus(
+                "stateDir", path, False, "StateDirUnusable", state_dir_refusal(path), details
+            )
         try:
             details["instances"] = len(self.store.names())
             usage = shutil.disk_usage(probe)
