@@ -104,6 +104,7 @@ def _run(args) -> int:
     from .proxy.controller import ProxyController
     from .proxy.health_observations import HealthObservations
     from .readiness import Readiness
+    from .runs import work_dir
     from .telemetry import tracing
 
     log = logging.getLogger("egress_proxies_controller")
@@ -122,12 +123,14 @@ def _run(args) -> int:
     readiness = Readiness(informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout)
     servers = _servers(args, kube, metrics, readiness)
     identity = "%s_%s" % (socket.gethostname(), os.getpid())
-    try:
-        os.makedirs(args.work_dir, mode=0o700, exist_ok=True)
+    try:  # root runs what it holds: ours, or the controller does not start (runs/work_dir.py)
+        work_dir.prepare(args.work_dir)
     except OSError as exc:
         raise kube_mod.StartupError(
             "--work-dir", "cannot create %s: %s" % (args.work_dir, exc.strerror)
         ) from None
+    except work_dir.UnsafeWorkDir as exc:
+        raise kube_mod.StartupError("--work-dir", str(exc)) from None
     elector, sharding = _leases(args, kube, metrics, readiness, informer, queue, held, identity)
     if elector is not None and sharding is None:
         log.info("waiting for the lease %s/%s", args.leader_election_namespace, args.leader_election_id)

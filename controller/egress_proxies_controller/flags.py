@@ -53,7 +53,8 @@ def _execution(g) -> None:
     g.add_argument(
         "--work-dir",
         default="/var/lib/egress-proxies/runner",
-        help="ansible-runner private data directory (created 0700)",
+        help="ansible-runner private data directory: created 0700 when missing; an existing one must"
+        " belong to root or this user, under directories nobody else can change (else it is refused)",
     )
     g.add_argument(
         "--collections-path",

@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 
 from . import e2e_lib, test_e2e
 from .e2e_lib import GROUP, PLURAL, VERSION, condition
+from .hostile_files import SENTINEL, leaks
 
 pytestmark = [pytest.mark.squid]
 controller_api = e2e_lib.controller_api
@@ -178,3 +179,76 @@ def test_the_orphan_gc_waits_for_a_valid_providers_file(unconfigured):
     ]
     assert (errors, "Traceback" in text, "RunFailed" in text) == ([], False, False), text
     assert GC_WAITS in text
+
+
+LIVENESS = 5.0  # seconds: a loop blocked longer turns /healthz unhealthy
+
+
+@pytest.fixture
+def lively(controller_api, kube_cluster, kube_namespace, tmp_path):
+    """The e2e controller with a short liveness timeout, so a blocked loop shows on /healthz."""
+    env = test_e2e.E2E(controller_api, kube_cluster, kube_namespace, tmp_path)
+    yield from test_e2e.started(env, ["--liveness-timeout", str(LIVENESS)])
+
+
+def _healthz(e2e) -> int:
+    url = "http://127.0.0.1:%d/healthz" % e2e.controller.health_port
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _in_use(e2e, name: str) -> None:
+    """A Proxy made Ready: a good version of the file is in use."""
+    e2e.create(name, {"provider": "local"})
+    e2e.wait_ready(name)
+
+
+def test_a_token_in_a_broken_file_reaches_no_output(lively):
+    """Issue 40 §1 on the running controller: a YAML mistake on the line of a kubernetes apiKey
+    is reported on /readyz, in the log and as the Lease Event with its position only."""
+    e2e = lively
+    path = e2e.controller.providers_file
+    _in_use(e2e, "before")
+    leaky = {"name": "leaky", "type": "kubernetes", "kubernetes": {"apiKey": "KEY"}}
+    text = yaml.safe_dump(dict(e2e.providers, providers=[*e2e.providers["providers"], leaky]))
+    broken = text.replace("apiKey: KEY", "apiKey: %s x: y" % SENTINEL).encode()
+    with open(path + ".tmp", "wb") as handle:
+        handle.write(broken)
+    os.replace(path + ".tmp", path)
+    kube_testlib.wait_for("the mistake on /readyz", lambda: "not valid YAML" in _readyz(e2e), timeout=30)
+    kube_testlib.wait_for(
+        "the mistake as an Event",
+        lambda: any(r == "ProvidersFileInvalid" and "line" in m for r, m in _lease_events(e2e)),
+        timeout=30,
+    )
+    readyz, events, log = _readyz(e2e), repr(_lease_events(e2e)), e2e.controller.tail(100000)
+    assert (leaks(readyz), leaks(events), leaks(log)) == (False, False, False), readyz
+    for seen in (readyz, events, log):
+        assert "mapping values are not allowed here (line" in seen
+    assert "the last good version stays in use" in events
+
+
+def test_a_fifo_at_the_providers_file_blocks_nothing(lively):
+    """Issue 40 §4 on the running controller: a FIFO put at --providers-file is refused without
+    blocking the loop (/healthz stays 200 for three liveness timeouts, a new Proxy becomes Ready
+    on the last good version), and the fixed file is taken."""
+    e2e = lively
+    path = e2e.controller.providers_file
+    _in_use(e2e, "before")
+    os.unlink(path)
+    os.mkfifo(path)
+    try:
+        kube_testlib.wait_for("the FIFO on /readyz", lambda: "it is a FIFO" in _readyz(e2e), timeout=30)
+        e2e.create("after-fifo", {"provider": "local"})
+        deadline = time.monotonic() + 3 * LIVENESS
+        while time.monotonic() < deadline:
+            assert _healthz(e2e) == 200, e2e.controller.tail(200)
+            time.sleep(0.5)
+        e2e.wait_ready("after-fifo")
+    finally:
+        os.unlink(path)
+        e2e.controller.write_providers(e2e.providers)
+    kube_testlib.wait_for("fixed file in use", lambda: "providers file:" not in _readyz(e2e), timeout=30)

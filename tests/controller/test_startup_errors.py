@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from .e2e_lib import ROOT
+from .hostile_files import KUBECONFIG_ALIAS, leaks
 
 KUBECONFIG = {
     "apiVersion": "v1",
@@ -67,6 +68,9 @@ def files(tmp_path) -> dict:
     (tmp_path / "garbage").write_text("clusters: [\n")
     (tmp_path / "text").write_text("just some words\n")
     (tmp_path / "binary").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "token.kubeconfig").write_text(KUBECONFIG_ALIAS)
+    (tmp_path / "theirs").mkdir()  # a work directory, or one above it, that another user owns
+    os.chown(tmp_path / "theirs", 65534, 65534)
     (tmp_path / "empty.kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
     (tmp_path / "half-tls").mkdir()
     (tmp_path / "half-tls" / "tls.crt").write_text("-----BEGIN CERTIFICATE-----\n")
@@ -78,15 +82,18 @@ def files(tmp_path) -> dict:
 
 CASES = [
     (["--kubeconfig", "{tmp}/nonexistent"], "--kubeconfig", "No such file or directory"),
-    (["--kubeconfig", "{dir}"], "--kubeconfig", "Is a directory"),
-    (["--kubeconfig", "{tmp}/garbage"], "--kubeconfig", "is not YAML"),
+    (["--kubeconfig", "{dir}"], "--kubeconfig", "it is a directory"),
+    (["--kubeconfig", "{tmp}/garbage"], "--kubeconfig", "not valid YAML"),
+    (["--kubeconfig", "{tmp}/token.kubeconfig"], "--kubeconfig", "found undefined alias (line 4"),
     (["--kubeconfig", "{tmp}/text"], "--kubeconfig", "is not a kubeconfig"),
-    (["--kubeconfig", "{tmp}/binary"], "--kubeconfig", "is not"),
+    (["--kubeconfig", "{tmp}/binary"], "--kubeconfig", "not UTF-8"),
     (["--kubeconfig", "{tmp}/empty.kubeconfig"], "--kubeconfig", "current-context"),
     (["--kubeconfig", "{closed}", "--context", "nope"], "--context", "'nope'"),
     (["--kubeconfig", "{closed}", "--health-addr", "127.0.0.1:99999"], "--health-addr", "99999"),
     (["--kubeconfig", "{closed}", "--metrics-addr", "127.0.0.1:{busy}"], "--metrics-addr", "in use"),
     (["--kubeconfig", "{closed}", "--work-dir", "{closed}/runner"], "--work-dir", "Not a directory"),
+    (["--kubeconfig", "{closed}", "--work-dir", "{tmp}/theirs/runner"], "--work-dir", "uid 65534"),
+    (["--kubeconfig", "{closed}", "--work-dir", "{tmp}/theirs"], "--work-dir", "belongs to uid 65534"),
     (
         ["--kubeconfig", "{closed}", "--metrics-cert-dir", "{tmp}/half-tls"],
         "--metrics-cert-dir",
@@ -119,6 +126,7 @@ def test_a_start_up_mistake_is_one_line_naming_its_flag(tmp_path):
         commands.append(argv(case, "--kubeconfig", paths["closed"], "--cache-sync-timeout", "1"))
         results = run_all(commands)
     for (args, flag, words), (code, stdout, stderr) in zip(CASES, results[:-1], strict=True):
+        assert not leaks(stderr), (args, stderr)
         lines = stderr.splitlines()
         assert (code, len(lines), stdout) == (2, 1, ""), (args, code, stderr)
         assert lines[0].startswith("error: %s: " % flag), (args, lines[0])

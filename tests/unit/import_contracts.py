@@ -76,6 +76,7 @@ PROVIDER_MAY_IMPORT_CORE: tuple[str, ...] = (
     "core.deadline",
     "core.names",
     "config.base",
+    "config.yaml_reader",
     "core.pydantic_compat",
     "core.provider_type",
     "core.squid_conf",
@@ -116,6 +117,9 @@ PROVIDER_SESSION: str = "plugin_utils.provider_session"
 # library and each other (or optional libraries behind a guard: tracing).
 CONTROLLER_MAY_IMPORT: tuple[str, ...] = (
     "config.keys",
+    "config.yaml_reader",
+    "helpers.bounded_file",
+    "helpers.path_trust",
     "helpers.credential_files",
     "core.names",
     "core.placement",

@@ -18,6 +18,7 @@ import os
 from .. import collection  # noqa: F401  # pylint: disable=unused-import
 
 # isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import bounded_file
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import FILE_KEYS
 
 CREDENTIAL_FILE_KEYS = frozenset(FILE_KEYS)  # the keys the modules read credential files from
@@ -51,11 +52,12 @@ def _stat_key(path: str) -> tuple:
 
 
 def _content_digest(path: str) -> str:
+    """The modules' reader (helpers/bounded_file.py): a FIFO or a device planted at the path is
+    refused without blocking this loop, a huge file is not read past the cap (issue 40)."""
     try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError as exc:
-        return "unreadable: %s" % (exc.strerror or exc)
+        return hashlib.sha256(bounded_file.read_bytes(path, "credential file")).hexdigest()
+    except bounded_file.FileProblem as exc:
+        return "unreadable: %s" % exc
 
 
 class CredentialWatch:

@@ -4,7 +4,10 @@ A mistake in the providers file is a state of the controller, not of each Proxy.
 never read the user's file: they read a private copy of the last version that passed two checks,
 the controller's own (UTF-8 text, YAML, the top-level shape, unique provider names) and the
 modules' (a run of ``proxy_info`` with no ids against the candidate: it parses the whole file and
-calls no backend). A version that fails either is reported once (log line, metric, ``/readyz``
+calls no backend). The file is read and parsed by the modules' own code (helpers/bounded_file.py,
+helpers/path_trust.py, config/yaml_reader.py), so the controller refuses what they refuse and its
+messages, which reach ``/readyz``, the log and an Event, quote no content (issue 40). A version
+that fails either is reported once (log line, metric, ``/readyz``
 detail and one Event naming the file and the problem) and the last good copy stays in use, so
 no Proxy is latched, loses its instance or gets an Event of its own; the next good version is
 taken by itself. Until a first good version exists, no provider call is made at all.
@@ -26,15 +29,14 @@ import os
 import tempfile
 import time
 
-import yaml
-
 # collection first: it makes the collection's module_utils importable (collection.py)
 from .. import collection  # noqa: F401  # pylint: disable=unused-import
 from ..kube import errors
 from .credential_watch import CredentialWatch
 
 # isort: split
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import keys
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import keys, yaml_reader
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import bounded_file
 
 log = logging.getLogger("egress_proxies_controller.config.providers_file")
 
@@ -42,16 +44,22 @@ TOP_LEVEL_KEYS = frozenset(keys.TOP_LEVEL_KEYS)
 ENTRY_KEYS = frozenset(keys.ENTRY_KEYS)
 
 
+def _document(data: bytes):
+    """The modules' own reading of a file's bytes (config/yaml_reader.py): strict UTF-8, bounded
+    YAML, duplicate keys refused, messages that give a position and never the content."""
+    return yaml_reader.load(bounded_file.decode(data))
+
+
 def entries_of(data: bytes) -> dict:
     """Provider name -> its entry, of a file that passed ``check``."""
-    doc = yaml.safe_load(data.decode("utf-8")) or {}
+    doc = _document(data) or {}
     return {entry["name"]: entry for entry in doc.get("providers") or []}
 
 
 def entry_digests(data: bytes) -> dict:
     """Provider name -> digest of everything its instances depend on in the file (its entry and
     the installation): what tells which providers a new version changed."""
-    doc = yaml.safe_load(data.decode("utf-8")) or {}
+    doc = _document(data) or {}
     installation = doc.get("installation")
     return {
         entry["name"]: hashlib.sha256(
@@ -64,13 +72,9 @@ def entry_digests(data: bytes) -> dict:
 def check(data: bytes, path: str) -> tuple[list, str]:
     """``(provider names, "")`` for a file of the right shape, else ``([], problem)``."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return [], "%s: not UTF-8 text (byte %d)" % (path, exc.start)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        return [], "%s: not valid YAML: %s" % (path, " ".join(str(exc).split()))
+        doc = _document(data)
+    except yaml_reader.FileProblem as exc:
+        return [], "%s: %s" % (path, exc)
     doc = {} if doc is None else doc
     if not isinstance(doc, dict):
         return [], "%s: the top level must be a mapping with installation and providers" % path
@@ -146,13 +150,13 @@ class ProvidersConfig:
     def _take_new_version(self) -> bool:
         """True when a new good version of the file is now in use (``changed`` set)."""
         problem = ""
-        try:
-            with open(self.path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
+        try:  # the modules' reader and ownership rule: a FIFO, a device or a foreign file never
+            # blocks or feeds this loop (issue 40)
+            data = bounded_file.read_bytes(self.path, "providers file", trusted=True)
+        except bounded_file.FileProblem as exc:
             data = None
-            problem = "%s: cannot read: %s" % (self.path, exc.strerror)
-        digest = hashlib.sha256(data).hexdigest() if data is not None else "unreadable"
+            problem = "%s: %s" % (self.path, exc)
+        digest = hashlib.sha256(data).hexdigest() if data is not None else "unreadable: %s" % problem
         if digest == self._seen:
             return False
         if data is None:

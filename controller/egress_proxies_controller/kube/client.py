@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import logging
 
-import yaml
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -51,14 +50,18 @@ def load(kubeconfig: str | None = None, context: str | None = None) -> client.Ap
     client library answers a missing, unreadable or malformed file with anything from
     ConfigException to TypeError). Nothing is sent to the API server here: an API server that
     does not answer yet is waited for, not a start-up mistake."""
+    # Imported here: --help, --version and a missing collection's one line need no collection.
+    # collection first: it makes the collection's module_utils importable (collection.py)
+    from .. import collection  # noqa: F401  # pylint: disable=unused-import
+
+    # isort: split
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import yaml_reader
+
     if kubeconfig:
-        try:
-            with open(kubeconfig, "rb") as handle:
-                doc = yaml.safe_load(handle)
-        except OSError as exc:
-            raise StartupError("--kubeconfig", "cannot read %s: %s" % (kubeconfig, exc.strerror)) from None
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise StartupError("--kubeconfig", "%s is not YAML: %s" % (kubeconfig, _one_line(exc))) from None
+        try:  # the modules' reader: bounded, and its messages quote no line of the file (issue 40)
+            doc = yaml_reader.load_file(kubeconfig, "kubeconfig")
+        except yaml_reader.FileProblem as exc:
+            raise StartupError("--kubeconfig", "%s: %s" % (kubeconfig, exc)) from None
         if not isinstance(doc, dict):
             raise StartupError(
                 "--kubeconfig", "%s is not a kubeconfig (a YAML mapping is expected)" % kubeconfig
@@ -82,7 +85,7 @@ def load(kubeconfig: str | None = None, context: str | None = None) -> client.Ap
     except StartupError:
         raise
     except Exception as exc:  # the loader's errors have no common type (yaml, TypeError, ...)
-        message = _one_line(exc)
+        message = yaml_reader.yaml_error_text(exc) or _one_line(exc)
         if context and "context" in message.lower():
             raise StartupError(
                 "--context", "%r in %s: %s" % (context, kubeconfig or "the kubeconfig", message)

@@ -33,6 +33,7 @@ import uuid
 
 from ..telemetry import runner_phases, tracing
 from . import batch, process_tree
+from . import work_dir as work_dir_mod
 from .playbook_launcher import PlaybookLauncher
 from .playbooks import CHECK_PLAYBOOK, GC_PLAYBOOK, PLAYBOOK
 
@@ -90,9 +91,8 @@ class Executor:
         self._lock = threading.Lock()
         self._active = set()  # run dirs in use: never rotated away
         self._running = {}  # run id -> run dir, while its processes may live
+        work_dir_mod.prepare(work_dir)  # ours, or refused (runs/work_dir.py)
         self.launcher = PlaybookLauncher(work_dir, fork_server)
-        os.makedirs(work_dir, mode=0o700, exist_ok=True)
-        os.chmod(work_dir, 0o700)
         self.close()  # what an earlier process left (after a SIGKILL) is never read again
 
     # -- public ------------------------------------------------------------------------
@@ -200,8 +200,7 @@ class Executor:
             raise RunFailed("not starting a run: this replica may no longer lead")
         # Each run has its own private data dir: runs in flight must never share extravars,
         # env files or artifacts.
-        runs_dir = os.path.join(self.work_dir, "runs")
-        os.makedirs(runs_dir, mode=0o700, exist_ok=True)
+        runs_dir = work_dir_mod.private_dir(os.path.join(self.work_dir, "runs"))
         with self._lock:  # created and registered at once, so rotation never takes it
             run_dir = tempfile.mkdtemp(prefix="%s-" % time.strftime("%Y%m%dT%H%M%S"), dir=runs_dir)
             self._active.add(os.path.basename(run_dir))

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 
-from . import environ_mark
+from . import environ_mark, work_dir
 from .process_tree import RUN_ENV
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class PlaybookLauncher:
             return {"playbook": playbook}
         try:
             self._ensure_server()
-        except OSError as exc:  # a run never depends on the server
+        except (OSError, work_dir.UnsafeWorkDir) as exc:  # a run never depends on the server
             log.warning("fork server not started (%s): ansible-runner starts ansible-playbook", exc)
             return {"playbook": playbook}
         return {"binary": self.stand_in, "cmdline": playbook}
@@ -57,7 +57,8 @@ class PlaybookLauncher:
                 return
             if self._server is not None:
                 log.info("fork server exited (status %s); starting another", self._server.returncode)
-            os.makedirs(os.path.dirname(self.stand_in), mode=0o700, exist_ok=True)
+            work_dir.private_dir(self.directory)  # root runs the stand-in: nobody else's (issue 40)
+            work_dir.private_dir(os.path.dirname(self.stand_in))
             self._write_stand_in()
             if os.path.exists(self.socket_path):
                 os.unlink(self.socket_path)

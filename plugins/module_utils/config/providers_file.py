@@ -188,9 +188,10 @@ def _parse_entry(index: int, entry, problems: list):
 
 
 def load_file(path: str) -> ProvidersConfig:
-    """Read and validate a providers file; a missing or unreadable file is a ``ConfigError``."""
+    """Read and validate a providers file; a missing or unreadable file is a ``ConfigError``, and
+    so is one another user could change (it names what root runs: helpers/path_trust.py)."""
     try:
-        data = yaml_reader.load(yaml_reader.read_text(path))
+        data = yaml_reader.load_file(path, "providers file", trusted=True)
     except yaml_reader.FileProblem as exc:
         raise ConfigError(["%s: %s" % (path, exc)]) from None
     return parse(data if data is not None else {}, source=path)

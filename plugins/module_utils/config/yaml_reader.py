@@ -8,13 +8,16 @@ alias bomb into gigabytes once anything walks it, and reads a 50 MB file for 20 
 the file is read up to a size limit, decoded strictly, its events are scanned for nesting
 depth before anything recursive runs, the composed graph is measured with aliases expanded
 (without expanding them), and duplicate keys are refused. Every failure is one
-``path: problem`` line naming the line and column.
+``path: problem`` line naming the line and column, never the content (issue 40): PyYAML's copy
+of the offending line, and whatever it quotes (an alias, an anchor, a tag), is dropped. The
+file itself is read by helpers/bounded_file.py, which the controller uses too.
 """
 
 from __future__ import annotations
 
-import os
-import stat
+import re
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import bounded_file
 
 try:
     import yaml
@@ -24,70 +27,24 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
     yaml = None
     YAML_IMPORT_ERROR = "PyYAML is required to read a providers file"
 
-MAX_FILE_BYTES = 1024 * 1024
+MAX_FILE_BYTES = bounded_file.MAX_FILE_BYTES
 MAX_DEPTH = 32
 MAX_NODES = 100_000
 
+# One exception for reading and parsing, so a caller catches one thing.
+FileProblem = bounded_file.FileProblem
 
-class FileProblem(Exception):
-    """The file cannot be read as a bounded YAML document; the message has no path prefix."""
-
-
-def read_text(path: str) -> str:
-    """The file's text, at most ``MAX_FILE_BYTES``, strictly UTF-8.
-
-    Opened without blocking and checked to be a regular file before a byte is read: a FIFO
-    (or a device) would otherwise hold the module until something writes to it, or forever.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as exc:
-        raise FileProblem("cannot read providers file: %s" % (exc.strerror or exc)) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise FileProblem("providers file is not a regular file (it is a %s)" % _kind(mode))
-        os.set_blocking(fd, True)
-        data = _read_bounded(fd, MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise FileProblem("cannot read providers file: %s" % (exc.strerror or exc)) from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise FileProblem("providers file is larger than %d bytes" % MAX_FILE_BYTES)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise FileProblem(
-            "not UTF-8: byte 0x%02x at line %d, column %d (offset %d)"
-            % (data[exc.start], line, column, exc.start)
-        ) from None
+_SHORT_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,31}")
 
 
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISDIR, "directory"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-        (stat.S_ISSOCK, "socket"),
-    ):
-        if test(mode):
-            return name
-    return "special file"
+def read_text(path: str, what: str = "providers file", trusted: bool = False) -> str:
+    """The file's text (helpers/bounded_file.py: regular file, size cap, strict UTF-8)."""
+    return bounded_file.read_text(path, what, trusted)
 
 
-def _read_bounded(fd: int, limit: int) -> bytes:
-    chunks, size = [], 0
-    while size < limit:
-        chunk = os.read(fd, min(65536, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
+def load_file(path: str, what: str, trusted: bool = False):
+    """The document of the file at ``path``, read and parsed within bounds, or ``FileProblem``."""
+    return load(read_text(path, what, trusted))
 
 
 def _where(mark) -> str:
@@ -111,8 +68,8 @@ if yaml is not None:
                     ) from None
                 if key in seen:
                     raise FileProblem(
-                        "duplicate key %r at %s (also at %s)"
-                        % (str(key)[:60], _where(key_node.start_mark), _where(seen[key]))
+                        "duplicate key %s at %s (also at %s)"
+                        % (_key_name(key), _where(key_node.start_mark), _where(seen[key]))
                     )
                 seen[key] = key_node.start_mark
             return super().construct_mapping(node, deep=deep)
@@ -180,7 +137,35 @@ def load(text: str):
         raise FileProblem("not valid YAML: %s" % _short_yaml_error(exc)) from None
 
 
+def _key_name(key) -> str:
+    """A key is named only when it looks like a field name: a long or odd one may be a secret
+    someone pasted on the wrong line."""
+    return repr(key) if isinstance(key, str) and _SHORT_KEY.fullmatch(key) else "(not shown)"
+
+
 def _short_yaml_error(exc) -> str:
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    mark = getattr(exc, "problem_mark", None)
-    return "%s (%s)" % (str(problem)[:200], _where(mark)) if mark is not None else str(problem)[:200]
+    """PyYAML's problem and position, without its copy of the line and without anything it
+    quotes from the content (an alias, an anchor, a tag or a character)."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or type(exc).__name__
+    problem = " ".join(_QUOTED.sub(_keep_syntax, str(problem)).split())[:200]
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return "%s (%s)" % (problem, _where(mark)) if mark is not None else problem
+
+
+def _keep_syntax(match) -> str:
+    """A quoted token kind (``'<scalar>'``) or one character (``','``) stays: it names syntax,
+    not content; anything longer the parser quoted (an alias, an anchor, a tag) goes."""
+    inner = match.group(0)[1:-1]
+    return match.group(0) if len(inner) <= 2 or re.fullmatch(r"<[a-z ]+>", inner) else ""
+
+
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"')
+
+
+def yaml_error_text(exc: BaseException) -> str | None:
+    """For an error PyYAML raised inside a library that parses a file itself (the kubernetes
+    client's kubeconfig loader), the content-free description ``load`` would give; ``None`` for
+    any other error."""
+    if yaml is None or not isinstance(exc, yaml.YAMLError):
+        return None
+    return "not valid YAML: %s" % _short_yaml_error(exc)

@@ -13,13 +13,17 @@ A file reached through a directory another user can change is **Permanent** too 
 the module often runs as root, and a user who can swap an entry on the path (a directory they
 own, or a world-writable one such as ``/tmp`` where the entry is theirs) could point root's read
 at another credential root holds, which the provider would then use as its own identity. It is
-refused before the file is opened, naming the directory.
+refused before the file is opened, naming the directory (helpers/path_trust.py, the rule every
+path root uses follows). A FIFO, a device or a file over the size limit is refused as Permanent
+too, without blocking (helpers/bounded_file.py, the reader the controller uses as well).
 """
 
 from __future__ import annotations
 
-import os
-import stat
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import bounded_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.path_trust import unsafe_reason
+
+__all__ = ["FILE_KEYS", "CredentialsUnavailable", "CredentialsUnsafe", "require_readable", "unsafe_reason"]
 
 # The config keys that name a credential file, in every provider's block. The controller watches
 # these files (a rotation releases latched Proxies) by this same tuple (credential_watch).
@@ -42,38 +46,6 @@ class CredentialsUnsafe(Exception):
     """A credential file's path crosses a directory another user can change (Permanent)."""
 
 
-def _chains(path: str) -> list:
-    """The path as written and as resolved: an entry of either could be swapped."""
-    chains = []
-    for chain in (os.path.abspath(path), os.path.realpath(path)):
-        if chain not in chains:
-            chains.append(chain)
-    return chains
-
-
-def unsafe_reason(path: str) -> str:
-    """Why another user could change where ``path`` leads, or ``""``. Trusted are root and this
-    process's user; a directory they do not own, or one every user may write (unless sticky and
-    the entry is a trusted user's), lets someone else replace the entry. Missing parts are left
-    to ``require_readable``."""
-    trusted = {0, os.geteuid()}
-    for chain in _chains(path):
-        directory = os.sep
-        for part in [p for p in chain.split(os.sep) if p]:
-            entry = os.path.join(directory, part)
-            try:
-                holder, info = os.stat(directory), os.lstat(entry)
-            except OSError:
-                return ""
-            if holder.st_uid not in trusted:
-                return "%s belongs to uid %d, who could replace %s" % (directory, holder.st_uid, part)
-            sticky_and_ours = holder.st_mode & stat.S_ISVTX and info.st_uid in trusted
-            if holder.st_mode & 0o002 and not sticky_and_ours:
-                return "%s is writable by every user, who could replace %s" % (directory, part)
-            directory = entry
-    return ""
-
-
 def require_readable(path: str, what: str) -> None:
     """Raise ``CredentialsUnavailable`` unless ``path`` can be opened and read, and
     ``CredentialsUnsafe`` (before opening it) when another user could redirect it."""
@@ -81,7 +53,8 @@ def require_readable(path: str, what: str) -> None:
     if reason:
         raise CredentialsUnsafe("%s %s is refused: %s" % (what, path, reason))
     try:
-        with open(path, "rb") as handle:
-            handle.read(1)
-    except OSError as exc:
-        raise CredentialsUnavailable("%s %s cannot be read: %s" % (what, path, exc.strerror or exc)) from None
+        bounded_file.read_bytes(path, what)
+    except bounded_file.FileProblem as exc:
+        if exc.unreadable:
+            raise CredentialsUnavailable("%s %s cannot be read: %s" % (what, path, exc.unreadable)) from None
+        raise CredentialsUnsafe("%s %s is refused: %s" % (what, path, exc)) from None

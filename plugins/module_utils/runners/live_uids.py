@@ -9,6 +9,7 @@ instance).
 
 from __future__ import annotations
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import yaml_reader
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 
 try:
@@ -37,7 +38,8 @@ def from_cluster(kubeconfig: str | None, context: str | None, timeout: float) ->
             k8s_config.load_incluster_config()
             api_client = k8s_client.ApiClient()
     except Exception as exc:
-        raise errors.permanent("list", "cluster", "", "cannot load cluster credentials: %s" % exc) from exc
+        text = yaml_reader.yaml_error_text(exc) or str(exc)  # PyYAML's quotes the line (issue 40)
+        raise errors.permanent("list", "cluster", "", "cannot load cluster credentials: %s" % text) from None
     try:
         api = k8s_client.CustomObjectsApi(api_client)
         uids, token = [], None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import traceback
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import yaml_reader
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.credential_files import (
     require_readable,
 )
@@ -125,6 +126,11 @@ def api_client(block):
         _load(block, configuration)
     except ConfigException as exc:
         raise ConfigException("%s: %s" % (_source(block), exc)) from exc
+    except Exception as exc:  # PyYAML's own message quotes the line, token and all (issue 40)
+        text = yaml_reader.yaml_error_text(exc)
+        if text is None:
+            raise
+        raise ConfigException("%s: %s" % (_source(block), text)) from None
     for attribute, value in connection.overrides(block).items():
         setattr(configuration, attribute, value)
     configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config.base import BlockModel, check_cidrs
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import (
@@ -13,10 +14,38 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic
     field_validator,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.path_trust import (
+    root_create_reason,
+    root_unsafe_reason,
+)
 
 DEFAULT_STATE_DIR = "/var/lib/egress-proxies/local"
 DEFAULT_ADDRESS_RANGE = "127.77.0.0/16"
 LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+SBIN = "/usr/sbin:/usr/local/sbin"  # where Debian's squid lives, often not on a module's PATH
+
+
+def find_squid(name: str) -> str | None:
+    """The file ``squidBinary`` names: a path, or a name looked up on PATH and then in sbin."""
+    return shutil.which(name) or shutil.which(name, path=SBIN)
+
+
+def refusal(path: str) -> str:
+    """Why root must not run ``path`` or write under it (helpers/path_trust.py), or ``""``."""
+    reason = root_unsafe_reason(path)
+    return "%s is refused: %s" % (excerpt(path), reason) if reason else ""
+
+
+def state_dir_refusal(state_dir: str) -> str:
+    """Why root must not write under ``state_dir``, or make it in its nearest existing ancestor
+    (a sticky ``/tmp`` is fine there: what root makes is root's), or ``""``."""
+    probe = os.path.normpath(state_dir)
+    while probe != "/" and not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if probe == os.path.normpath(state_dir):
+        return refusal(probe)
+    reason = root_create_reason(probe)
+    return "%s is refused: %s" % (excerpt(state_dir), reason) if reason else ""
 
 
 class LocalConfig(BlockModel):
@@ -39,6 +68,16 @@ class LocalConfig(BlockModel):
             probe = os.path.dirname(probe)
         if not os.path.isdir(probe):
             raise ValueError("%s is not a directory" % excerpt(probe))
+        if state_dir_refusal(value):  # root writes under it (issue 40)
+            raise ValueError(state_dir_refusal(value))
+        return value
+
+    @field_validator("squid_binary")
+    @classmethod
+    def _trusted_squid_binary(cls, value: str) -> str:
+        found = find_squid(value)  # a missing binary is the provider's SquidNotFound, not a config error
+        if found and refusal(found):  # root runs it (issue 40)
+            raise ValueError(refusal(found))
         return value
 
     @field_validator("address_range")

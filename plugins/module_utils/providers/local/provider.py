@@ -36,6 +36,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.loc
     process,
     safe_files,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.config import (
+    find_squid,
+    refusal,
+    state_dir_refusal,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local.store import (
     RUN,
     Store,
@@ -54,6 +59,10 @@ log = logging.getLogger("crawl.egress_proxies.providers.local")
 
 class SquidMissing(Exception):
     """The configured Squid binary is not installed: fixing the config or host resolves it."""
+
+
+class SquidRefused(SquidMissing):
+    """The Squid binary is one another user could change: root never runs it (issue 40)."""
 
 
 _BY_TYPE = (
@@ -120,13 +129,14 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
         return squid_user[1:] if squid_user else None
 
     def _squid_binary(self) -> str:
-        found = shutil.which(self.config.squid_binary) or shutil.which(
-            self.config.squid_binary, path="/usr/sbin:/usr/local/sbin"
-        )
+        found = find_squid(self.config.squid_binary)
         if not found:
             raise SquidMissing(
                 "squid binary %r not found (install squid or set squidBinary)" % self.config.squid_binary
             )
+        refused = refusal(found)  # checked again where it is run: the file may have changed since
+        if refused:
+            raise SquidRefused("local.squidBinary: %s" % refused)
         return found
 
     def _squid_conf(self, name: str, record: dict, squid_user, with_auth: bool) -> str:
@@ -466,6 +476,10 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
                 timeout=deadline.budget(5.0),
                 check=False,
             )
+        except SquidRefused as exc:
+            return contract.TargetStatus(
+                "squid", details["binary"], False, "SquidNotRunnable", str(exc), details
+            )
         except SquidMissing as exc:
             return contract.TargetStatus(
                 "squid", details["binary"], False, "SquidNotFound", str(exc), details
@@ -499,6 +513,10 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
         if not os.access(probe, os.W_OK | os.X_OK):
             return contract.TargetStatus(
                 "stateDir", path, False, "StateDirUnusable", "%s is not writable" % probe, details
+            )
+        if state_dir_refusal(path):
+            return contract.TargetStatus(
+                "stateDir", path, False, "StateDirUnusable", state_dir_refusal(path), details
             )
         try:
             details["instances"] = len(self.store.names())
