@@ -77,11 +77,19 @@ from .model import (
 )
 
 # isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import squid_conf
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 
 #: the Ready reasons the health verdict chooses between; any other (Replacing, Retrying, ...) is
 #: the reconciler's own decision and health leaves it
 HEALTH_DECIDES = ("Running", "Unhealthy")
+# The CredentialsRotated Event says the true bound (docs/auth.md, "Rotation"): Squid's
+# credentials cache keeps a checked password for credentialsttl after its proxy has the new file.
+ROTATED_IN_PLACE = (
+    "credentials of %s updated in place: the old password opens new connections for at most %d s "
+    "once the proxy has the new password file (local: at once; kubernetes: once the kubelet "
+    "refreshes the Secret's volume, about a minute); connections that already used it keep it"
+)
 
 
 def _ready_of_running(status: dict, gen: int, now: str) -> tuple:
@@ -333,7 +341,7 @@ class Reconciler:
                     (
                         "Normal",
                         "CredentialsRotated",
-                        "credentials of %s updated in place" % action.provider_id,
+                        ROTATED_IN_PLACE % (action.provider_id, squid_conf.AUTH_TTL_SECONDS),
                     )
                 )
             return step
