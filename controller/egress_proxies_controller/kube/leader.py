@@ -20,6 +20,7 @@ import os
 import threading
 import time
 
+from . import credentials
 from .client import ApiException, client
 
 log = logging.getLogger("egress_proxies_controller.kube.leader")
@@ -112,6 +113,7 @@ class LeaderElector(LeaseTimes):
         self._observed_at = 0.0  # local monotonic time it was first seen
         self._renewed_at = None  # local monotonic time of our last successful acquire/renew
         self._lost = threading.Event()
+        self._refused = threading.Event()  # the API server refused our credentials (401)
 
     # -- one attempt -------------------------------------------------------------------
 
@@ -179,11 +181,14 @@ class LeaderElector(LeaseTimes):
         return (
             self.is_leader.is_set()
             and not self._lost.is_set()
+            and not self._refused.is_set()
             and self._renewed_at is not None
             and self._clock() - self._renewed_at < self.renew_deadline
         )
 
     def acquire(self, stop: threading.Event) -> bool:
+        """True once held; False when ``stop`` is set first. Raises ``CredentialsRefused`` on a
+        401: waiting would only repeat it (kube/credentials.py logs it once)."""
         while not stop.is_set():
             try:
                 if self._try():
@@ -191,6 +196,8 @@ class LeaderElector(LeaseTimes):
                     self.is_leader.set()
                     return True
             except Exception as exc:
+                if credentials.refused(exc):
+                    raise credentials.CredentialsRefused(credentials.MESSAGE) from None
                 log.warning("leader election: %s", exc)
             stop.wait(self.retry_period)
         return False
@@ -204,6 +211,9 @@ class LeaderElector(LeaseTimes):
                     if not self._try():
                         log.warning("lease %s/%s: renewal refused", self.namespace, self.name)
                 except Exception as exc:
+                    if credentials.refused(exc):  # no renewal can succeed: lost at once
+                        self._refused.set()
+                        return
                     log.warning("lease renewal failed: %s", exc)
 
         def watchdog():
@@ -212,10 +222,12 @@ class LeaderElector(LeaseTimes):
                     self._lost.set()
                     self.is_leader.clear()
                     log.error(
-                        "lost the lease %s/%s (no renewal within %.0fs)",
+                        "lost the lease %s/%s (%s)",
                         self.namespace,
                         self.name,
-                        self.renew_deadline,
+                        "the API server refused our credentials"
+                        if self._refused.is_set()
+                        else "no renewal within %.0fs" % self.renew_deadline,
                     )
                     on_lost()
                     return
