@@ -189,9 +189,18 @@ class ControllerProcess:
             yaml.safe_dump(providers, handle)
         os.replace(tmp, self.providers_file)
 
-    def start(self, fault: str = "", extra_args=(), *, code: str = ROOT, collections: str = "") -> None:
+    def start(
+        self,
+        fault: str = "",
+        extra_args=(),
+        *,
+        code: str = ROOT,
+        collections: str = "",
+        leader_elect: bool = True,
+    ) -> None:
         """``code``: the tree whose controller package runs (the upgrade test starts a release's);
-        ``collections``: the ANSIBLE_COLLECTIONS_PATH its modules come from (this tree's venv's)."""
+        ``collections``: the ANSIBLE_COLLECTIONS_PATH its modules come from (this tree's venv's);
+        ``leader_elect``: False runs it without ``--leader-elect`` (alone, acting at once)."""
         # Everything the controller can write is under workdir: its home (ansible's ~/.ansible),
         # its TMPDIR and its work dir, so a leak test can search all of it.
         home, tmp = os.path.join(self.workdir, "home"), os.path.join(self.workdir, "tmp")
@@ -231,11 +240,17 @@ class ControllerProcess:
                 if controller_knows(code, "--metrics-insecure")
                 else []
             ),
-            "--leader-elect",
-            "--leader-election-namespace",
-            CONTROLLER_NS,
-            "--leader-election-id",
-            self.lease_id,
+            *(
+                [
+                    "--leader-elect",
+                    "--leader-election-namespace",
+                    CONTROLLER_NS,
+                    "--leader-election-id",
+                    self.lease_id,
+                ]
+                if leader_elect
+                else []
+            ),
             "--provisioning-poll",
             "1",
             "--deletion-poll",

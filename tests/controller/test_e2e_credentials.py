@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import time
 
 import pytest
 from cluster import kube_testlib
@@ -65,7 +66,7 @@ def _said_once(controller) -> str:
 def controller(controller_api, kube_namespace, tmp_path):
     made = []
 
-    def start(kubeconfig: str):
+    def start(kubeconfig: str, leader_elect: bool = True):
         os.makedirs(tmp_path / "controller", exist_ok=True)
         proc = e2e_lib.ControllerProcess(
             str(tmp_path / "controller"),
@@ -74,7 +75,7 @@ def controller(controller_api, kube_namespace, tmp_path):
             kube_namespace,
             "lease-" + kube_namespace,
         )
-        proc.start()
+        proc.start(leader_elect=leader_elect)
         made.append(proc)
         return proc
 
@@ -150,5 +151,47 @@ def test_a_token_revoked_mid_run_is_said_once_and_the_leader_exits(
         "the lease held", lambda: "\negress_proxies_leader 1.0\n" in proc.metrics(), timeout=60
     )
     k8s.CoreV1Api(controller_api).delete_namespaced_service_account(revocable_account, e2e_lib.CONTROLLER_NS)
+    assert _exits(proc) == 1, proc.tail()
+    _said_once(proc)
+
+
+def test_without_leader_election_a_revoked_token_stops_the_controller_with_exit_1(
+    controller, controller_api, kube_cluster, kube_namespace, revocable_account, tmp_path
+):
+    """Without a Lease to lose, the refusal stops the controller as SIGTERM does, exit 1."""
+    kubeconfig = e2e_lib.service_account_kubeconfig(
+        controller_api, kube_cluster, str(tmp_path / "sa.kubeconfig"), sa=revocable_account
+    )
+    proc = controller(kubeconfig, leader_elect=False)
+    proc.wait_ready()
+    k8s.CoreV1Api(controller_api).delete_namespaced_service_account(revocable_account, e2e_lib.CONTROLLER_NS)
+    # Idle, it sends nothing new, and the API server trusts a token it checked for a few seconds:
+    # Proxies created now (every 2 s) reach it through the open watch, and a write of its own
+    # about one (the finalizer, the latch of their unknown provider: no instance is made) meets
+    # the 401.
+    custom, made = k8s.CustomObjectsApi(controller_api), []
+    try:
+        deadline = time.monotonic() + EXIT_WITHIN
+        while proc.proc.poll() is None and time.monotonic() < deadline:
+            name = "p-%d" % len(made)
+            body = e2e_lib.proxy_body(name, {"provider": "nowhere"})
+            custom.create_namespaced_custom_object(
+                e2e_lib.GROUP, e2e_lib.VERSION, kube_namespace, e2e_lib.PLURAL, body
+            )
+            made.append(name)
+            time.sleep(2)
+    finally:
+        for name in made:  # nothing is left for a controller to release
+            custom.patch_namespaced_custom_object(
+                e2e_lib.GROUP,
+                e2e_lib.VERSION,
+                kube_namespace,
+                e2e_lib.PLURAL,
+                name,
+                {"metadata": {"finalizers": None}},
+            )
+            custom.delete_namespaced_custom_object(
+                e2e_lib.GROUP, e2e_lib.VERSION, kube_namespace, e2e_lib.PLURAL, name
+            )
     assert _exits(proc) == 1, proc.tail()
     _said_once(proc)

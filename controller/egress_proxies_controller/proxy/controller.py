@@ -28,6 +28,7 @@ import threading
 import time
 
 from ..kube import client as kube_mod
+from ..kube import credentials
 from ..kube.informer import BEHIND
 from ..telemetry import tracing
 from . import poll_rounds, run_inputs
@@ -364,8 +365,11 @@ class ProxyController:
         """One key's failure (an API error on its write) backs off that key only."""
         try:
             work()
-        except Exception:
-            log.exception("reconcile of %s failed", key)
+        except Exception as exc:
+            if credentials.refused(exc):  # said once (kube/credentials.py); the process stops
+                log.debug("reconcile of %s: the API server refused our credentials", key)
+            else:
+                log.exception("reconcile of %s failed", key)
             self._finish(key, rec.Step(backoff=True))
 
     def _plan_one(self, key: str, reconciler: Reconciler, planned: dict) -> None:
