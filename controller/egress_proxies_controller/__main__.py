@@ -100,6 +100,7 @@ def _run(args) -> int:
     SIGTERM or SIGINT, then drain and stop them in reverse."""
     from .config.providers_file import ProvidersConfig
     from .kube import client as kube_mod
+    from .kube import credentials
     from .kube.informer import Informer
     from .proxy.controller import ProxyController
     from .proxy.health_observations import HealthObservations
@@ -115,12 +116,16 @@ def _run(args) -> int:
 
     metrics = metrics_mod.Metrics()
     metrics.rest_client.instrument(api_client)
+    refusal = credentials.Refusal()  # a 401: said once, not ready, then exit (as unreachable)
+    refusal.watch(api_client)
+    refusal.then(stop.set)  # without a Lease to lose: stop as on SIGTERM, then exit 1
     kube = kube_mod.Kube(api_client)
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
     metrics.count_proxies(informer.objects)
     held = HeldKeys()  # the Proxy controller's, and sharding's to ask before a shard is given up
     readiness = Readiness(informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout)
+    readiness.refusal = refusal
     servers = _servers(args, kube, metrics, readiness)
     identity = "%s_%s" % (socket.gethostname(), os.getpid())
     try:  # root runs what it holds: ours, or the controller does not start (runs/work_dir.py)
@@ -134,8 +139,11 @@ def _run(args) -> int:
     elector, sharding = _leases(args, kube, metrics, readiness, informer, queue, held, identity)
     if elector is not None and sharding is None:
         log.info("waiting for the lease %s/%s", args.leader_election_namespace, args.leader_election_id)
-        if not elector.acquire(stop):
-            return 0
+        try:
+            if not elector.acquire(stop):
+                return 1 if refusal.is_set() else 0
+        except credentials.CredentialsRefused:
+            return 1  # said once by kube/credentials.py; a restart reads a fresh token
         readiness.leading = True
     if elector is None or sharding is None:
         metrics.is_leader.set(1)  # this replica alone reconciles (the leader, or without election)
@@ -203,7 +211,7 @@ def _run(args) -> int:
     if tracer_provider is not None:
         tracer_provider.shutdown()  # the last spans are exported before the process exits
     log.info("stopped")
-    return 0
+    return 1 if refusal.is_set() else 0
 
 
 def _servers(args, kube, metrics, readiness) -> list:

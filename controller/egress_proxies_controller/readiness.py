@@ -1,12 +1,16 @@
 """What /readyz and /healthz answer, from the controller's parts as they come up.
 
-Ready: the cache synced and a good providers file in use (a standby for the Lease is ready at
+Ready: the API server has not refused our credentials (401: never ready again, the process
+exits), the cache synced and a good providers file in use (a standby for the Lease is ready at
 once; with --shards, ready once this replica holds exactly its assigned shards). The details
-name a providers-file problem and the providers gone from the file. Healthy: the reconcile
-loop went round within --liveness-timeout (a standby has nothing to be stuck).
+name a credentials refusal, a providers-file problem and the providers gone from the file.
+Healthy: the reconcile loop went round within --liveness-timeout (a standby has nothing to be
+stuck).
 """
 
 from __future__ import annotations
+
+from .kube import credentials
 
 
 class Readiness:
@@ -17,9 +21,12 @@ class Readiness:
         self.sharding = sharding
         self.config = None  # providers_config.ProvidersConfig, once built
         self.manager = None  # proxy.controller.ProxyController, once built
+        self.refusal = None  # kube.credentials.Refusal: set once the API server refused our token
 
     def ready(self) -> tuple:
         """(ready, details) for /readyz."""
+        if self.refusal is not None and self.refusal.is_set():
+            return False, ["kubernetes: %s" % credentials.MESSAGE]
         config, manager, synced = self.config, self.manager, self.informer.synced.is_set()
         details = ["providers file: %s" % config.error] if config is not None and config.error else []
         if manager is not None and manager.missing:

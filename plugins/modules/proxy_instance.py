@@ -348,6 +348,8 @@ instance:
           only a new instance can have it (the controller then replaces it).
           C(HostNotConfigured) when the id names a C(kvm)/C(kvm2) host the provider's config no longer
           has; the instance cannot be reached, so it is not read (put the host back).
+          C(AddressInUse) (transient, C(local)) when another process listens on the instance's address
+          and port, so Squid cannot start there; the message names the holder.
         - On an O(state=absent) success, C(HostNotConfigured) says the id was released without
           being reached (its host left the config; a warning says so too); with the host back,
           M(crawl.egress_proxies.proxy_gc) collects the instance, whose owner is then gone.

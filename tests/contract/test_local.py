@@ -18,8 +18,8 @@ import uuid
 import pytest
 from proxy_traffic import fetch_via
 
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import process
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import listening, process
 from contract import local_fixtures
 from contract.suite import ContractSuite, cleanup, dl, wait_for_state
 
@@ -106,15 +106,12 @@ def test_squid_carries_none_of_the_callers_environment(backend, monkeypatch):
         assert "PATH=" in environ  # Squid still finds its helpers
 
 
-def test_running_only_when_its_own_squid_listens(backend):
-    """Issue 15: another process on the instance's address and port (a second provider with an
-    overlapping range, anything else) answered the connect check, and the instance read Running
-    while its own Squid had failed to bind. Running needs the listening socket to be its own."""
-    req = backend.request(str(uuid.uuid4()))
-    first = str(next(ipaddress.ip_network(backend.address_range).hosts()))  # what create allocates
+@contextlib.contextmanager
+def _squatter(address: str, port: int):
+    """Another process's socket listening (and accepting) on ``address:port``; yields its pid."""
     squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    squatter.bind((first, req.port))
+    squatter.bind((address, port))
     squatter.listen(16)
     accepting = threading.Event()
 
@@ -125,15 +122,52 @@ def test_running_only_when_its_own_squid_listens(backend):
                 conn.close()
 
     threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield os.getpid()
+    finally:
+        accepting.set()
+        with contextlib.suppress(OSError):
+            squatter.shutdown(socket.SHUT_RDWR)  # wakes the accept: only then is the port let go
+        squatter.close()
+
+
+def test_running_only_when_its_own_squid_listens(backend, monkeypatch):
+    """Issue 15: another process on the instance's address and port (a second provider with an
+    overlapping range, anything else) answered the connect check, and the instance read Running
+    while its own Squid had failed to bind. Running needs the listening socket to be its own.
+    Create now refuses a taken address first (the next test), so the socket is taken here as
+    if in the moment between that check and Squid's bind: the check is told it is free."""
+    monkeypatch.setattr(listening, "holder", lambda address, port: "")
+    req = backend.request(str(uuid.uuid4()))
+    first = str(next(ipaddress.ip_network(backend.address_range).hosts()))  # what create allocates
+    with cleanup(backend) as ids, _squatter(first, req.port):
+        provider_id = backend.provider.create(req, dl(backend))
+        ids.append(provider_id)
+        states = set()
+        for _attempt in range(20):
+            states.add(backend.provider.get(provider_id, dl(backend)).state)
+            time.sleep(0.2)
+        assert contract.RUNNING not in states, "another process's socket proved nothing"
+
+
+def test_a_taken_address_is_named_with_who_holds_it_and_what_to_do(backend):
+    """Issue 40 §6: Squid could not bind, died, and the instance read Stopped (a wait: Transient
+    "did not reach Running") with "Address already in use" only in its cache.log. Create now
+    says which address:port, held by whom, and what to do, with reason AddressInUse; once the
+    other process lets go, the same create starts Squid there."""
+    req = backend.request(str(uuid.uuid4()))
+    first = str(next(ipaddress.ip_network(backend.address_range).hosts()))  # what create allocates
+    where = "%s:%d" % (first, req.port)
     with cleanup(backend) as ids:
-        try:
-            provider_id = backend.provider.create(req, dl(backend))
-            ids.append(provider_id)
-            states = set()
-            for _attempt in range(20):
-                states.add(backend.provider.get(provider_id, dl(backend)).state)
-                time.sleep(0.2)
-            assert contract.RUNNING not in states, "another process's socket proved nothing"
-        finally:
-            accepting.set()
-            squatter.close()
+        ids.append("local/" + req.name)
+        with _squatter(first, req.port) as pid:
+            for _attempt in range(2):  # the first create, then the restart a later create tries
+                with pytest.raises(errors.ProviderError) as refused:
+                    backend.provider.create(req, dl(backend))
+                err = refused.value
+                assert (err.error_class, err.reason) == (errors.TRANSIENT, errors.REASON_ADDRESS_IN_USE)
+                assert "address %s is in use by pid %d (" % (where, pid) in str(err), str(err)
+                assert "stop that process" in str(err), str(err)
+            assert backend.squid_pids() == []
+        provider_id = backend.provider.create(req, dl(backend))
+        assert wait_for_state(backend, provider_id, (contract.RUNNING,))[-1].ip == first

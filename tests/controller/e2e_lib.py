@@ -109,10 +109,13 @@ def install_kubernetes_provider_rbac(admin) -> None:
         _apply(admin, doc)
 
 
-def service_account_kubeconfig(admin, cluster, path: str) -> str:
+def service_account_kubeconfig(admin, cluster, path: str, sa: str = SA, token: str = "") -> str:
+    """A 0600 kubeconfig at ``path`` for the test API server with a token of ServiceAccount
+    ``sa`` (``CONTROLLER_NS``), or ``token`` as given (a bogus one, for a refusal)."""
     token = (
-        k8s.CoreV1Api(admin)
-        .create_namespaced_service_account_token(SA, CONTROLLER_NS, {"spec": {"expirationSeconds": 3600}})
+        token
+        or k8s.CoreV1Api(admin)
+        .create_namespaced_service_account_token(sa, CONTROLLER_NS, {"spec": {"expirationSeconds": 3600}})
         .status.token
     )
     doc = {
@@ -124,8 +127,8 @@ def service_account_kubeconfig(admin, cluster, path: str) -> str:
                 "cluster": {"server": cluster.server, "certificate-authority": cluster.pki["ca_crt"]},
             }
         ],
-        "users": [{"name": SA, "user": {"token": token}}],
-        "contexts": [{"name": "controller", "context": {"cluster": "test", "user": SA}}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": "controller", "context": {"cluster": "test", "user": sa}}],
         "current-context": "controller",
     }
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -187,9 +190,18 @@ class ControllerProcess:
             yaml.safe_dump(providers, handle)
         os.replace(tmp, self.providers_file)
 
-    def start(self, fault: str = "", extra_args=(), *, code: str = ROOT, collections: str = "") -> None:
+    def start(
+        self,
+        fault: str = "",
+        extra_args=(),
+        *,
+        code: str = ROOT,
+        collections: str = "",
+        leader_elect: bool = True,
+    ) -> None:
         """``code``: the tree whose controller package runs (the upgrade test starts a release's);
-        ``collections``: the ANSIBLE_COLLECTIONS_PATH its modules come from (this tree's venv's)."""
+        ``collections``: the ANSIBLE_COLLECTIONS_PATH its modules come from (this tree's venv's);
+        ``leader_elect``: False runs it without ``--leader-elect`` (alone, acting at once)."""
         # Everything the controller can write is under workdir: its home (ansible's ~/.ansible),
         # its TMPDIR and its work dir, so a leak test can search all of it.
         home, tmp = os.path.join(self.workdir, "home"), os.path.join(self.workdir, "tmp")
@@ -229,11 +241,17 @@ class ControllerProcess:
                 if controller_knows(code, "--metrics-insecure")
                 else []
             ),
-            "--leader-elect",
-            "--leader-election-namespace",
-            CONTROLLER_NS,
-            "--leader-election-id",
-            self.lease_id,
+            *(
+                [
+                    "--leader-elect",
+                    "--leader-election-namespace",
+                    CONTROLLER_NS,
+                    "--leader-election-id",
+                    self.lease_id,
+                ]
+                if leader_elect
+                else []
+            ),
             "--provisioning-poll",
             "1",
             "--deletion-poll",

@@ -124,6 +124,16 @@ def test_applied_credentials_are_a_condition_and_a_rotation_an_event():
     assert cond(rotated.status, api.COND_READY)["status"] == "True"
 
 
+def test_the_rotation_event_says_how_long_the_old_password_may_still_open_connections():
+    """Issue 40 §6: "updated in place" alone hid Squid's credentials cache (60 s on main)."""
+    r, p = _r(), _authed()
+    rotated = r.apply(
+        p, r.plan(p).action, Answer(ok=True, instance=dict(instance("Running", "127.77.0.1"), changed=True))
+    )
+    [message] = [e[2] for e in rotated.events if e[1] == "CredentialsRotated"]
+    assert "the old password opens new connections for at most 1 s" in message, message
+
+
 def test_missing_secret_on_create_is_a_retried_condition_never_a_latch():
     r = _r()
     p = proxy(spec__auth={"secretRef": {"name": "creds"}})

@@ -2,10 +2,11 @@
 
 Two local Proxies become Ready; then the file is broken in each of the ways people break it
 (invalid YAML, an unknown key, a removed provider, a non-UTF-8 byte), each for longer than a
-Running poll, and fixed again. Watching the Proxies all along: none ever gets PermanentError or
-loses Ready, each keeps its providerID, none gets a Warning Event; the controller reports each
-problem once, on its Lease and on /readyz, naming the file (a removed provider that made
-instances as ProvidersMissing).
+Running poll, and fixed again. Watching the Proxies all along: none ever gets PermanentError,
+each keeps its providerID, none gets a Warning Event, and none loses Ready but to say, while the
+file lacks the provider that made it, Ready=Unknown (ProviderNotConfigured: issue 40 §6; True
+again once the provider is back); the controller reports each problem once, on its Lease and
+on /readyz, naming the file (a removed provider that made instances as ProvidersMissing).
 
 A controller started before its providers file exists (or while it is invalid) runs no orphan
 GC sweep until a version is valid: each round waits with an INFO line, never a failed run
@@ -70,6 +71,13 @@ def _readyz(e2e) -> str:
         return exc.read().decode()
 
 
+def _ready(e2e, name: str) -> tuple:
+    """(status, reason, message) of a Proxy's Ready condition."""
+    obj = e2e.custom.get_namespaced_custom_object(GROUP, VERSION, e2e.namespace, PLURAL, name)
+    ready = condition(obj, "Ready")
+    return ready.get("status"), ready.get("reason"), ready.get("message")
+
+
 def _lease_events(e2e) -> list:
     items = (
         k8s.CoreV1Api(e2e.admin)
@@ -116,6 +124,13 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
                     ),
                     timeout=30,
                 )
+            if what == "removed provider":  # the Proxies' own Ready says it too
+                for name in names:
+                    kube_testlib.wait_for(
+                        "%s's Ready says its provider is not configured" % name,
+                        lambda n=name: _ready(e2e, n)[:2] == ("Unknown", "ProviderNotConfigured"),
+                        timeout=30,
+                    )
             time.sleep(2 * RUNNING_POLL)  # polls come due while the file is broken
             e2e.controller.write_providers(e2e.providers)
             kube_testlib.wait_for(
@@ -127,11 +142,16 @@ def test_a_broken_providers_file_latches_nothing_and_heals_by_itself(e2e):
     assert watcher.seen, "the watcher read nothing"
     for name, status in watcher.seen:
         assert status.get("providerID") == ids[name], (name, status)
-        assert condition({"status": status}, "Ready").get("status") == "True", (name, status)
+        ready = condition({"status": status}, "Ready")
+        assert (ready.get("status"), ready.get("reason")) in (
+            ("True", "Running"),
+            ("Unknown", "ProviderNotConfigured"),
+        ), (name, status)
         assert condition({"status": status}, "PermanentError").get("status") != "True", (name, status)
     for name in names:
         assert [r for r, _m in e2e.events(name) if r not in ("Created", "Ready")] == []
         assert e2e.wait_ready(name)["status"]["providerID"] == ids[name]
+        assert _ready(e2e, name)[:2] == ("True", "Running")
     reports = [m for r, m in _lease_events(e2e) if r == "ProvidersFileInvalid"]
     assert len(reports) == 3 and all(e2e.controller.providers_file in m for m in reports)
     assert [r for r, _m in _lease_events(e2e)].count("ProvidersMissing") == 1

@@ -37,6 +37,7 @@ import random
 import re
 import subprocess
 import tarfile
+import types
 
 import pytest
 import yaml
@@ -76,34 +77,35 @@ def _git(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
     )
 
 
-def release_tree(dest: str) -> str:
-    """0.1.0's collection as ``dest``/ansible_collections/crawl/egress_proxies (its controller
-    package inside), beside this venv's kubernetes.core and ansible.posix; returns ``dest``."""
+def release_tree(dest: str, release: str = RELEASE, commit: str = RELEASE_COMMIT) -> str:
+    """``release``'s collection (made at ``commit``) as ``dest``/ansible_collections/crawl/
+    egress_proxies (its controller package inside), beside this venv's kubernetes.core and
+    ansible.posix; returns ``dest``."""
     shallow = _git("rev-parse", "--is-shallow-repository").stdout.decode().strip()
     assert shallow == "false", (
         "the upgrade test needs the history of %s to read release %s (%s); this checkout is "
         "shallow (rev-parse says %r): fetch it whole (git fetch --unshallow)"
-        % (e2e_lib.ROOT, RELEASE, RELEASE_COMMIT, shallow)
+        % (e2e_lib.ROOT, release, commit, shallow)
     )
-    found = _git("cat-file", "-e", RELEASE_COMMIT + "^{commit}")
+    found = _git("cat-file", "-e", commit + "^{commit}")
     assert found.returncode == 0, "release %s's commit %s is not in %s's history: %s" % (
-        RELEASE,
-        RELEASE_COMMIT,
+        release,
+        commit,
         e2e_lib.ROOT,
         found.stderr.decode().strip(),
     )
-    archive = _git("archive", "--format=tar", RELEASE_COMMIT, *RELEASE_PATHS, "changelogs/changelog.yaml")
+    archive = _git("archive", "--format=tar", commit, *RELEASE_PATHS, "changelogs/changelog.yaml")
     assert archive.returncode == 0, archive.stderr.decode()
     collection = os.path.join(dest, "ansible_collections", "crawl", "egress_proxies")
     os.makedirs(collection)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(collection, filter="data")
     with open(os.path.join(collection, "galaxy.yml"), encoding="utf-8") as handle:
-        assert yaml.safe_load(handle)["version"] == RELEASE
+        assert yaml.safe_load(handle)["version"] == release
     with open(os.path.join(collection, "changelogs", "changelog.yaml"), encoding="utf-8") as handle:
-        assert RELEASE in yaml.safe_load(handle)["releases"], "%s is not the %s release" % (
-            RELEASE_COMMIT,
-            RELEASE,
+        assert release in yaml.safe_load(handle)["releases"], "%s is not the %s release" % (
+            commit,
+            release,
         )
     ours = os.path.join(e2e_lib.ROOT, ".venv", "collections", "ansible_collections")
     for namespace in ("kubernetes", "ansible"):  # the collections the roles depend on
@@ -121,6 +123,63 @@ def install(admin, config: str) -> None:
     for sub in ("rbac", os.path.join("rbac", "kubernetes-provider")):
         for doc in e2e_lib._docs(os.path.join(config, sub)):
             e2e_lib._apply(admin, doc)
+
+
+def installed_release(plane, tmp_path, release: str, commit: str) -> types.SimpleNamespace:
+    """``release`` read from history and its CRDs and RBAC installed on ``plane``; a namespace, a
+    controller kubeconfig and a providers document with a local provider (real Squid) for it.
+    Returns root, collection, config, namespace, kubeconfig, state_dir and providers."""
+    cluster, admin = plane
+    root = release_tree(str(tmp_path / "release"), release, commit)
+    collection = os.path.join(root, "ansible_collections", "crawl", "egress_proxies")
+    config = os.path.join(collection, "controller", "config")
+    install(admin, config)
+    state_dir = str(tmp_path / "local-state")
+    return types.SimpleNamespace(
+        root=root,
+        collection=collection,
+        config=config,
+        namespace=kube_testlib.create_namespace(admin),
+        kubeconfig=e2e_lib.service_account_kubeconfig(
+            admin, cluster, str(tmp_path / "controller.kubeconfig")
+        ),
+        state_dir=state_dir,
+        providers={
+            "installation": "upgrade-%08x" % random.SystemRandom().getrandbits(32),
+            "providers": [
+                {
+                    "name": "local",
+                    "type": "local",
+                    "local": {"stateDir": state_dir, "addressRange": random_loopback_range()},
+                }
+            ],
+        },
+    )
+
+
+def leave_nothing_running(controllers, state_dir: str) -> None:
+    """Kill the controllers still running and every Squid of ``state_dir`` (a failed test's)."""
+    for proc in controllers:
+        if proc.proc is not None and proc.proc.poll() is None:
+            proc.kill()
+    from .test_e2e import _kill_squids
+
+    _kill_squids(state_dir)
+
+
+def controller_pair(release: types.SimpleNamespace, tmp_path) -> tuple:
+    """(the release's, this tree's) controller processes for ``release`` (``installed_release``
+    with its providers as they are now), on one Lease, not started."""
+    lease = "lease-" + release.namespace
+    pair = []
+    for which in ("old", "new"):
+        os.makedirs(tmp_path / which)
+        pair.append(
+            e2e_lib.ControllerProcess(
+                str(tmp_path / which), release.kubeconfig, release.providers, release.namespace, lease
+            )
+        )
+    return tuple(pair)
 
 
 # The CRD schema: what a stored object must keep satisfying.
@@ -223,10 +282,12 @@ def crd_file(config: str, plural: str) -> dict:
         return yaml.safe_load(handle)
 
 
-def check_crds(admin, old_config: str) -> None:
+def check_crds(
+    admin, old_config: str, plurals=("proxies", "providerhealths"), release: str = RELEASE
+) -> None:
     """Every CRD of the release: its stored versions still served and stored, its schema grown only."""
     ext = k8s.ApiextensionsV1Api(admin)
-    for plural in ("proxies", "providerhealths"):
+    for plural in plurals:
         old, new = crd_file(old_config, plural), crd_file(e2e_lib.CONFIG, plural)
         stored = ext.read_custom_resource_definition(old["metadata"]["name"]).status.stored_versions
         served = {v["name"]: v for v in new["spec"]["versions"] if v["served"]}
@@ -244,7 +305,7 @@ def check_crds(admin, old_config: str) -> None:
             assert breaks == [], "%s %s: the new schema refuses or prunes what %s stored: %s" % (
                 plural,
                 version["name"],
-                RELEASE,
+                release,
                 breaks,
             )
 
@@ -310,6 +371,53 @@ class InstanceTouched(AssertionError):
     """The new controller created or deleted an instance (its metrics say so)."""
 
 
+def polled_untouched(new, instances: dict, release: str) -> str:
+    """Wait until the new controller ``new`` has polled every provider's ``instances`` (provider
+    -> count) twice and its orphan GC kept each as live; fails at once when it created or
+    deleted one. Returns its metrics page."""
+
+    def polled_twice_and_collected():
+        text = new.metrics()
+        touched = {
+            op: metric_sum(text, "egress_proxies_provider_operations_total", op=op)
+            for op in ("create", "delete")
+        }
+        touched["gc-delete"] = metric_sum(text, "egress_proxies_gc_deleted_total")
+        if any(touched.values()):  # fatal: no need to wait for the rounds
+            raise InstanceTouched("this tree's controller changed %s's instances: %s" % (release, touched))
+        return (
+            all(
+                metric_sum(text, "egress_proxies_gc_kept_total", provider=p, reason="live") >= n
+                and metric_sum(text, "egress_proxies_provider_operations_total", provider=p, op="get")
+                + metric_sum(text, "egress_proxies_provider_operations_total", provider=p, op="list")
+                >= 2 * n
+                for p, n in instances.items()
+            )
+            and text
+        )
+
+    try:
+        text = kube_testlib.wait_for(
+            "the new controller's two poll rounds and a GC sweep",
+            polled_twice_and_collected,
+            timeout=120,
+            interval=0.5,
+            fatal=(InstanceTouched,),
+        )
+    except AssertionError as exc:
+        raise AssertionError("%s\n--- log ---\n%s" % (exc, new.tail())) from None
+    kept = metric_sum(text, "egress_proxies_gc_kept_total")
+    assert kept == metric_sum(text, "egress_proxies_gc_kept_total", reason="live"), text  # none for age
+    return text
+
+
+def event_counts(admin, namespace: str) -> list:
+    """(name, count) of every Event of ``namespace``: none new, none counted again."""
+    return sorted(
+        (e.metadata.name, e.count) for e in k8s.CoreV1Api(admin).list_namespaced_event(namespace).items
+    )
+
+
 def carried(obj: dict) -> dict:
     """What an upgrade must leave as it was: the whole status, the finalizer, the generation."""
     return {
@@ -331,31 +439,15 @@ def plane(tmp_path_factory):
 
 
 def test_an_upgrade_from_the_last_release_keeps_every_instance(plane, tmp_path):
-    cluster, admin = plane
-    old_root = release_tree(str(tmp_path / "release"))
-    old_collection = os.path.join(old_root, "ansible_collections", "crawl", "egress_proxies")
-    old_config = os.path.join(old_collection, "controller", "config")
-    install(admin, old_config)
-    namespace = kube_testlib.create_namespace(admin)
+    _cluster, admin = plane
+    release = installed_release(plane, tmp_path, RELEASE, RELEASE_COMMIT)
+    old_root, old_collection, old_config = release.root, release.collection, release.config
+    namespace, state_dir = release.namespace, release.state_dir
     custom = k8s.CustomObjectsApi(admin)
-    kubeconfig = e2e_lib.service_account_kubeconfig(admin, cluster, str(tmp_path / "controller.kubeconfig"))
-    state_dir = str(tmp_path / "local-state")
-    providers = {
-        "installation": "upgrade-%08x" % random.SystemRandom().getrandbits(32),
-        "providers": [
-            {
-                "name": "local",
-                "type": "local",
-                "local": {"stateDir": state_dir, "addressRange": random_loopback_range()},
-            },
-            {"name": "k8s", "type": "kubernetes", "kubernetes": {"kubeconfig": kubeconfig}},
-        ],
-    }
-    lease = "lease-" + namespace
-    os.makedirs(tmp_path / "old")
-    os.makedirs(tmp_path / "new")
-    old = e2e_lib.ControllerProcess(str(tmp_path / "old"), kubeconfig, providers, namespace, lease)
-    new = e2e_lib.ControllerProcess(str(tmp_path / "new"), kubeconfig, providers, namespace, lease)
+    release.providers["providers"].append(
+        {"name": "k8s", "type": "kubernetes", "kubernetes": {"kubeconfig": release.kubeconfig}}
+    )
+    old, new = controller_pair(release, tmp_path)
     try:
         # Made before the release's controller starts: its first list holds all of them, so it
         # creates them in one run per provider (0.1.0 did not gather work that came one by one).
@@ -371,7 +463,7 @@ def test_an_upgrade_from_the_last_release_keeps_every_instance(plane, tmp_path):
         local_before, kube_before = squids(state_dir), pods_and_maps(admin, namespace)
         assert len(local_before) == 2 and all(start != "dead" for _pid, start in local_before.values())
         assert sorted(k.split("/")[0] for k in kube_before) == ["configmap", "pod"], kube_before
-        events_before = k8s.CoreV1Api(admin).list_namespaced_event(namespace).items
+        events_before = event_counts(admin, namespace)
 
         # The upgrade: CRDs and RBAC first, then the new controller beside the old one, then the old one goes.
         check_crds(admin, old_config)
@@ -386,46 +478,12 @@ def test_an_upgrade_from_the_last_release_keeps_every_instance(plane, tmp_path):
         assert "\negress_proxies_leader 0.0\n" in new.metrics()
         assert old.stop() == 0, old.tail()
 
-        def polled_twice_and_collected():
-            text = new.metrics()
-            touched = {
-                op: metric_sum(text, "egress_proxies_provider_operations_total", op=op)
-                for op in ("create", "delete")
-            }
-            touched["gc-delete"] = metric_sum(text, "egress_proxies_gc_deleted_total")
-            if any(touched.values()):  # fatal: no need to wait for the rounds
-                raise InstanceTouched("this tree's controller changed 0.1.0's instances: %s" % touched)
-            return (
-                all(
-                    metric_sum(text, "egress_proxies_gc_kept_total", provider=p, reason="live") >= n
-                    and metric_sum(text, "egress_proxies_provider_operations_total", provider=p, op="get")
-                    + metric_sum(text, "egress_proxies_provider_operations_total", provider=p, op="list")
-                    >= 2 * n
-                    for p, n in (("local", 2), ("k8s", 1))
-                )
-                and text
-            )
-
-        try:
-            text = kube_testlib.wait_for(
-                "the new controller's two poll rounds and a GC sweep",
-                polled_twice_and_collected,
-                timeout=90,
-                interval=0.5,
-                fatal=(InstanceTouched,),
-            )
-        except AssertionError as exc:
-            raise AssertionError("%s\n--- log ---\n%s" % (exc, new.tail())) from None
-        kept = metric_sum(text, "egress_proxies_gc_kept_total")
-        assert kept == metric_sum(text, "egress_proxies_gc_kept_total", reason="live"), text  # none for age
+        polled_untouched(new, {"local": 2, "k8s": 1}, RELEASE)
         assert squids(state_dir) == local_before
         assert pods_and_maps(admin, namespace) == kube_before
         after = {o["metadata"]["name"]: carried(o) for o in e2e_lib.proxies(custom, namespace)}
         assert after == before
-        events_after = k8s.CoreV1Api(admin).list_namespaced_event(namespace).items
-        assert sorted((e.metadata.name, e.count) for e in events_after) == sorted(
-            (e.metadata.name, e.count) for e in events_before
-        )
+        assert event_counts(admin, namespace) == events_before
 
         # This tree's controller deletes what 0.1.0 made.
         for name in PROXIES:
@@ -436,9 +494,4 @@ def test_an_upgrade_from_the_last_release_keeps_every_instance(plane, tmp_path):
         assert pods_and_maps(admin, namespace) == {}
         assert new.stop() == 0, new.tail()
     finally:
-        for proc in (old, new):
-            if proc.proc is not None and proc.proc.poll() is None:
-                proc.kill()
-        from .test_e2e import _kill_squids
-
-        _kill_squids(state_dir)
+        leave_nothing_running((old, new), state_dir)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime
 import threading
 
+import pytest
+from egress_proxies_controller.kube import credentials
 from egress_proxies_controller.kube.leader import LeaderElector
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -79,3 +81,42 @@ def test_a_hanging_renewal_loses_leadership_at_the_renew_deadline():
     finally:
         stop.set()
         api.released.set()
+
+
+class RefusingLeaseApi(LeaseApi):
+    """The API server's answer to a token it no longer accepts, from ``refuse`` on."""
+
+    def __init__(self):
+        super().__init__("", None)
+        self.refuse = threading.Event()
+
+    def read_namespaced_lease(self, name, namespace, **_kw):
+        if self.refuse.is_set():
+            raise ApiException(status=401, reason="Unauthorized")
+        return super().read_namespaced_lease(name, namespace)
+
+
+def test_refused_credentials_end_the_wait_for_the_lease():
+    """Issue 40 §6: a standby retried a 401 every retry period, forever."""
+    api = RefusingLeaseApi()
+    api.refuse.set()
+    elector = LeaderElector(api, "ns", "l", "me", lease_duration=3, renew_deadline=1, retry_period=0.2)
+    with pytest.raises(credentials.CredentialsRefused):
+        elector.acquire(threading.Event())
+
+
+def test_refused_credentials_lose_leadership_at_once():
+    """A leader whose renewal is refused (401) stops leading at the next renewal, not at the
+    renew deadline: no renewal can succeed."""
+    api = RefusingLeaseApi()
+    elector = LeaderElector(api, "ns", "l", "me", lease_duration=30, renew_deadline=20, retry_period=0.2)
+    stop = threading.Event()
+    assert elector.acquire(stop)
+    lost = threading.Event()
+    elector.keep(stop, lost.set)
+    try:
+        api.refuse.set()
+        assert lost.wait(5), "leadership was kept after the API server refused the credentials"
+        assert not elector.leading()
+    finally:
+        stop.set()

@@ -114,3 +114,16 @@ def test_providers_gone_from_the_file_are_one_event():
     assert len(rec.events) == 1
     assert rec.events[0][3] == "ProvidersMissing"
     assert "no provider 'gcp', 'kvm', which made the instances of 2 Proxies, 1 Proxies" in rec.events[0][4]
+
+
+@pytest.mark.parametrize("leading", [False, True])
+def test_refused_credentials_are_never_ready(leading):
+    """Issue 40 §6: a standby (or leader) whose token the API server refuses said 200 ok."""
+    from egress_proxies_controller.kube.credentials import MESSAGE, Refusal
+
+    r = Readiness(informer(True), leading=leading, liveness_timeout=300)
+    r.refusal = Refusal()
+    assert r.ready()[0] is True
+    r.refusal.note()
+    r.refusal.note()  # said once (the log), whatever repeats it
+    assert r.ready() == (False, ["kubernetes: %s" % MESSAGE])

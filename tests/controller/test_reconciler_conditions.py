@@ -51,10 +51,15 @@ def test_transient_poll_failure_keeps_ready_and_reports_it_in_its_own_condition(
     assert cond(healed.status, api.COND_PROVIDER_REACHABLE)["status"] == "True"
 
 
-def test_removed_provider_with_an_instance_is_not_latched_nor_written():
+def test_removed_provider_with_an_instance_is_not_latched_nor_called():
+    """Only Ready says it (Unknown, ProviderNotConfigured: issue 40 §6), no latch, no Event."""
     r = reconciler("other")  # "local" left the providers file
     step = r.plan(ready_proxy())
-    assert step.action is None and step.status is None and step.events == []
+    assert step.action is None and step.events == []
+    assert cond(step.status, api.COND_READY)["reason"] == api.REASON_PROVIDER_NOT_CONFIGURED
+    assert not any(
+        c["type"] == api.COND_PERMANENT and c["status"] == "True" for c in step.status["conditions"]
+    )
     assert not step.backoff  # re-planned when the providers file changes
 
 

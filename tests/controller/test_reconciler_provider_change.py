@@ -10,7 +10,7 @@ have run before a crash).
 from __future__ import annotations
 
 from egress_proxies_controller import api
-from egress_proxies_controller.proxy.reconciler import CREATE, DELETE, Answer, Reconciler
+from egress_proxies_controller.proxy.reconciler import CREATE, DELETE, GET, Answer, Reconciler
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 
@@ -92,3 +92,44 @@ def test_deletion_without_an_id_on_an_unconfigured_provider_releases():
     Proxy latched ProviderNotConfigured and then deleted)."""
     step = reconciler().plan(proxy(spec__provider="never", metadata__deletionTimestamp=NOW, status={}))
     assert step.remove_finalizer and step.action is None
+
+
+def test_a_running_proxy_whose_provider_left_the_file_says_so_and_recovers_when_it_is_back():
+    """Issue 40 §6: the providers file lost the provider that made a Running Proxy's instance
+    and the Proxy stayed Ready=True with unchanged conditions (only the log, a Lease Event and
+    /readyz said so). Its Ready is Unknown (ProviderNotConfigured) now, naming the provider and
+    what to do, with no call and nothing else of its status touched; once the provider is back
+    the next plan polls the instance and Ready is True again."""
+    configured, lost = reconciler("local", "other"), reconciler("other")
+    p = proxy()
+    polled = configured.apply(
+        p, configured.plan(p).action, Answer(ok=True, instance=instance("Running", "127.77.0.1"))
+    )
+    ready_before = cond(polled.status, api.COND_READY)
+    assert ready_before["status"] == "True"
+    running = proxy(status=polled.status)
+
+    step = lost.plan(running)
+    assert step.action is None
+    ready = cond(step.status, api.COND_READY)
+    assert (ready["status"], ready["reason"]) == ("Unknown", api.REASON_PROVIDER_NOT_CONFIGURED)
+    assert "provider 'local'" in ready["message"] and running.status["providerID"] in ready["message"]
+    assert "add the provider back" in ready["message"]
+    untouched = {k: v for k, v in step.status.items() if k != "conditions"}
+    assert untouched == {k: v for k, v in running.status.items() if k != "conditions"}
+    assert [c for c in step.status["conditions"] if c["type"] != api.COND_READY] == [
+        c for c in running.status["conditions"] if c["type"] != api.COND_READY
+    ]
+    assert not any(
+        c["type"] == api.COND_PERMANENT and c["status"] == "True" for c in step.status["conditions"]
+    )
+    said = proxy(status=step.status)
+    assert lost.plan(said).status is None  # said once: no write on every plan
+
+    back = configured.plan(said)
+    assert (back.action.op, back.action.provider) == (GET, "local")
+    again = configured.apply(said, back.action, Answer(ok=True, instance=instance("Running", "127.77.0.1")))
+    assert (cond(again.status, api.COND_READY)["status"], cond(again.status, api.COND_READY)["reason"]) == (
+        "True",
+        "Running",
+    )

@@ -129,6 +129,7 @@ CONTROLLER_MAY_IMPORT: tuple[str, ...] = (
     "telemetry.tracing",
     "helpers.uid_shards",
     "helpers.kube_answers",
+    "core.squid_conf",
     # what those import in turn
     "core.errors",
     "helpers.excerpt",

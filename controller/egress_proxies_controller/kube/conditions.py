@@ -23,10 +23,11 @@ def is_true(conditions, cond_type: str) -> bool:
 
 
 def set_condition(
-    conditions, cond_type: str, status: bool, reason: str, message: str, generation: int, now: str
+    conditions, cond_type: str, status: bool | None, reason: str, message: str, generation: int, now: str
 ) -> list:
-    """A new list with ``cond_type`` set; the transition time moves only when the status flips."""
-    text = "True" if status else "False"
+    """A new list with ``cond_type`` set (``None``: Unknown, the controller cannot tell); the
+    transition time moves only when the status flips."""
+    text = "Unknown" if status is None else "True" if status else "False"
 
     def condition(since: str) -> dict:
         return {

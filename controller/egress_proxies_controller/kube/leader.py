@@ -20,7 +20,7 @@ import os
 import threading
 import time
 
-from . import errors
+from . import credentials, errors
 from .client import ApiException, client
 
 log = logging.getLogger("egress_proxies_controller.kube.leader")
@@ -118,6 +118,7 @@ class LeaderElector(LeaseTimes):
         self._observed_at = 0.0  # local monotonic time it was first seen
         self._renewed_at = None  # local monotonic time of our last successful acquire/renew
         self._lost = threading.Event()
+        self._refused = threading.Event()  # the API server refused our credentials (401)
 
     # -- one attempt -------------------------------------------------------------------
 
@@ -185,11 +186,14 @@ class LeaderElector(LeaseTimes):
         return (
             self.is_leader.is_set()
             and not self._lost.is_set()
+            and not self._refused.is_set()
             and self._renewed_at is not None
             and self._clock() - self._renewed_at < self.renew_deadline
         )
 
     def acquire(self, stop: threading.Event) -> bool:
+        """True once held; False when ``stop`` is set first. Raises ``CredentialsRefused`` on a
+        401: waiting would only repeat it (kube/credentials.py logs it once)."""
         said = ""  # the last failure logged: the same one again is the same problem, said once
         while not stop.is_set():
             try:
@@ -198,6 +202,8 @@ class LeaderElector(LeaseTimes):
                     self.is_leader.set()
                     return True
             except Exception as exc:
+                if credentials.refused(exc):
+                    raise credentials.CredentialsRefused(credentials.MESSAGE) from None
                 failure = errors.describe(exc)
                 if failure != said:
                     log.warning(
@@ -221,6 +227,9 @@ class LeaderElector(LeaseTimes):
                     if not self._try():
                         log.warning("lease %s/%s: renewal refused", self.namespace, self.name)
                 except Exception as exc:
+                    if credentials.refused(exc):  # no renewal can succeed: lost at once
+                        self._refused.set()
+                        return
                     log.warning("lease renewal failed: %s", errors.describe(exc))
 
         def watchdog():
@@ -229,10 +238,12 @@ class LeaderElector(LeaseTimes):
                     self._lost.set()
                     self.is_leader.clear()
                     log.error(
-                        "lost the lease %s/%s (no renewal within %.0fs)",
+                        "lost the lease %s/%s (%s)",
                         self.namespace,
                         self.name,
-                        self.renew_deadline,
+                        "the API server refused our credentials"
+                        if self._refused.is_set()
+                        else "no renewal within %.0fs" % self.renew_deadline,
                     )
                     on_lost()
                     return

@@ -28,7 +28,7 @@ import threading
 import time
 
 from ..kube import client as kube_mod
-from ..kube import errors
+from ..kube import credentials, errors
 from ..kube.informer import BEHIND
 from ..telemetry import tracing
 from . import poll_rounds, run_inputs
@@ -366,7 +366,10 @@ class ProxyController:
         try:
             work()
         except Exception as exc:
-            errors.log_failure(log, "reconcile of %s failed" % key, exc)
+            if credentials.refused(exc):  # said once (kube/credentials.py); the process stops
+                log.debug("reconcile of %s: the API server refused our credentials", key)
+            else:
+                errors.log_failure(log, "reconcile of %s failed" % key, exc)
             self._finish(key, rec.Step(backoff=True))
 
     def _plan_one(self, key: str, reconciler: Reconciler, planned: dict) -> None:

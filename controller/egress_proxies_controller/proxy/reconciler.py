@@ -77,11 +77,19 @@ from .model import (
 )
 
 # isort: split
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import squid_conf
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.names import name_from_uid
 
 #: the Ready reasons the health verdict chooses between; any other (Replacing, Retrying, ...) is
 #: the reconciler's own decision and health leaves it
 HEALTH_DECIDES = ("Running", "Unhealthy")
+# The CredentialsRotated Event says the true bound (docs/auth.md, "Rotation"): Squid's
+# credentials cache keeps a checked password for credentialsttl after its proxy has the new file.
+ROTATED_IN_PLACE = (
+    "credentials of %s updated in place: the old password opens new connections for at most %d s "
+    "once the proxy has the new password file (local: at once; kubernetes: once the kubelet "
+    "refreshes the Secret's volume, about a minute); connections that already used it keep it"
+)
 
 
 def _ready_of_running(status: dict, gen: int, now: str) -> tuple:
@@ -169,9 +177,9 @@ class Reconciler:
         if proxy.spec.provider not in self.configured:
             if provider_id and proxy.made_by == proxy.spec.provider:
                 # Its provider left the providers file while it has an instance: a configuration
-                # mistake the manager reports once; this Proxy keeps its status and is planned
-                # again when the file changes.
-                return step
+                # mistake (the manager logs it once). No call; Ready says so on the Proxy itself
+                # until the file has the provider again, when the next poll sets Ready afresh.
+                return self._provider_gone(proxy, step, provider_id)
             message = (
                 "provider %r is not in the providers file: add it there or fix spec.provider"
                 % proxy.spec.provider
@@ -194,6 +202,30 @@ class Reconciler:
             op = CREATE if proxy.spec.auth_secret else GET
             step.action = self._action(proxy, op, PHASE_POLL, proxy.made_by, provider_id)
             self._health_before_poll(proxy, step, health)
+        return step
+
+    def _provider_gone(self, proxy: Proxy, step: Step, provider_id: str) -> Step:
+        """Ready Unknown (ProviderNotConfigured): the instance may still serve, but nothing reads,
+        repairs or deletes it while its provider is missing from the providers file."""
+        message = (
+            "provider %r, which made instance %s, is not in the providers file: the instance is "
+            "no longer read, repaired or deleted; add the provider back (the Proxy is read again "
+            "at once), or delete the Proxy with annotation %s=true to leave the instance behind"
+            % (proxy.made_by, provider_id, api.SKIP_CLEANUP_ANNOTATION)
+        )
+        before = step.status if step.status is not None else proxy.status
+        status = dict(before)
+        status["conditions"] = conditions.set_condition(
+            status.get("conditions"),
+            api.COND_READY,
+            None,
+            api.REASON_PROVIDER_NOT_CONFIGURED,
+            message,
+            proxy.generation,
+            self._now(),
+        )
+        if status != before:
+            step.status = status
         return step
 
     def _health_before_poll(self, proxy: Proxy, step: Step, health: Observation | None) -> None:
@@ -333,7 +365,7 @@ class Reconciler:
                     (
                         "Normal",
                         "CredentialsRotated",
-                        "credentials of %s updated in place" % action.provider_id,
+                        ROTATED_IN_PLACE % (action.provider_id, squid_conf.AUTH_TTL_SECONDS),
                     )
                 )
             return step

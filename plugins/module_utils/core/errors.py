@@ -35,6 +35,10 @@ REASON_PORT_FIXED = "PortFixedAtCreation"
 # gone (a host dropped by a typo would otherwise leak its domains).
 REASON_HOST_NOT_CONFIGURED = "HostNotConfigured"
 
+# A Transient error's ``reason`` when another process holds the address and port a local
+# instance listens on: Squid could not start there, and says so only in its cache.log.
+REASON_ADDRESS_IN_USE = "AddressInUse"
+
 
 class ProviderError(Exception):
     """One classified failure of one provider operation."""
@@ -120,6 +124,13 @@ def host_not_configured(op, provider_name, provider_id, cause) -> ProviderError:
 
 def transient(op, provider_name, provider_id, cause) -> ProviderError:
     return wrap(TRANSIENT, op, provider_name, provider_id, cause)
+
+
+def address_in_use(op, provider_name, provider_id, cause) -> ProviderError:
+    """Transient: another process holds the instance's address and port (it may let go)."""
+    err = wrap(TRANSIENT, op, provider_name, provider_id, cause)
+    err.reason = REASON_ADDRESS_IN_USE
+    return err
 
 
 def quota_exceeded(op, provider_name, provider_id, cause) -> ProviderError:

@@ -13,9 +13,12 @@ import dataclasses
 import ipaddress
 
 DEFAULT_AUTH_HELPER = "/usr/lib/squid/basic_ncsa_auth"  # Debian's and Ubuntu's squid package
-# How long Squid trusts a checked user and password before asking the helper again: after a
-# rotation the old password keeps working at most this long on connections that used it.
-AUTH_TTL = "1 minute"
+# How long Squid trusts a checked user and password before asking the helper again. Its
+# credentials cache is keyed by user name and survives a reconfigure, so after a rotation the old
+# password opens NEW connections for at most this long (issue 40: 60 s with "1 minute"). One
+# second is Squid's smallest non-zero value: 0 would call the helper for every request.
+AUTH_TTL_SECONDS = 1
+AUTH_TTL = "%d second" % AUTH_TTL_SECONDS
 # IPv4 clients reach Squid as IPv4-mapped IPv6 addresses: an IPv6 range holding this block
 # (``::/1``) admits every IPv4 client, and Squid takes ``::/0`` to admit nobody at all.
 IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")

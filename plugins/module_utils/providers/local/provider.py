@@ -284,8 +284,25 @@ class LocalProvider(contract.Provider, contract.Checker, ErrorSeam):
                 process.signal_instance(pid, name, "resume")  # it carries on where it was
                 return
             deadline.check("create")
+            self._refuse_taken_address(name, record)
             pid = process.start(self._squid_binary(), self.store.path(name), name)
             log.info("provider=%s op=create name=%s started squid pid=%d", self.name, name, pid)
+
+    def _refuse_taken_address(self, name: str, record) -> None:
+        """Squid cannot listen where another process does: say who, where, and what to do."""
+        if record is None:
+            return
+        address, port = record["address"], int(record["port"])
+        held_by = listening.holder(address, port)
+        if held_by:
+            raise errors.address_in_use(
+                "create",
+                self.name,
+                ID_PREFIX + name,
+                "address %s:%d is in use by %s, so Squid cannot listen there: stop that process "
+                "or move it off %s:%d (this instance keeps its address and port; another port "
+                "needs a new instance)" % (address, port, held_by, address, port),
+            )
 
     def _refuse_foreign(self, op: str, provider_id: str, record) -> None:
         """An instance another provider on this stateDir made is not this provider's to adopt or
