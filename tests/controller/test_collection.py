@@ -74,6 +74,7 @@ def test_the_fork_server_reads_no_ansible_configuration_at_import(module, tmp_pa
 RULE_11 = {"config.keys", "helpers.credential_files", "core.names", "core.placement", "runners.pool_split"}
 RULE_11 |= {"runners.pool_target", "helpers.proxy_auth", "telemetry.tracing", "helpers.uid_shards"}
 RULE_11 |= {"helpers.kube_answers", "config.yaml_reader", "helpers.bounded_file", "helpers.path_trust"}
+RULE_11 |= {"core.squid_conf"}  # the CredentialsRotated Event states its AUTH_TTL_SECONDS
 RULE_11_INDIRECT = {"core.errors", "helpers.excerpt", "helpers.sha512_crypt"}
 
 
