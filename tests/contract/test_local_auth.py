@@ -146,7 +146,7 @@ def test_old_password_refused_on_new_connections_within_the_documented_bound(bac
         provider, req, provider_id, running = _running(backend, old)
         ids.append(provider_id)
         ip, port = running.ip, req.port
-        for _ in range(3):  # cached as checked, as a busy client's would be
+        for _attempt in range(3):  # cached as checked, as a busy client's would be
             assert fetch_via(ip, port, origin, ALLOWED, ("crawler", old.password))[0] == 200
         assert provider.sync_auth(provider_id, new, Deadline(10)) is True
         bound = squid_conf.AUTH_TTL_SECONDS + RECONFIGURE_SLACK_SECONDS

@@ -56,7 +56,7 @@ def bounded(fn, timeout: float = 10.0, memory: int = 256 * MIB):
     try:
         while True:
             left = deadline - time.monotonic()
-            ready, _, _ = select.select([read_end], [], [], max(0.0, left))
+            ready = select.select([read_end], [], [], max(0.0, left))[0]
             if not ready:
                 os.kill(pid, signal.SIGKILL)
                 raise AssertionError("the reader did not finish within %.0f s (it blocked)" % timeout)
@@ -66,7 +66,7 @@ def bounded(fn, timeout: float = 10.0, memory: int = 256 * MIB):
             chunks.append(chunk)
     finally:
         os.close(read_end)
-        _, status = os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
     if not chunks:
         raise AssertionError("the reader died (status %d): out of memory or a crash" % status)
     answer = json.loads(b"".join(chunks))

@@ -114,7 +114,7 @@ def _request(cloud_init: str, auth) -> contract.CreateRequest:
 
 # The user-data each provider builds for a request (gcp's metadata item, kvm/kvm2's seed).
 PROVIDERS = {
-    "gcp": lambda req: insert.user_data(req),
+    "gcp": insert.user_data,
     "kvm, kvm2": lambda req: create.user_data(req)[0],
 }
 
