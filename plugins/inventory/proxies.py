@@ -141,14 +141,14 @@ keyed_groups:
 from ansible.errors import AnsibleParserError
 from ansible.inventory.group import to_safe_group_name
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
-from ansible.template import trust_as_template
+from ansible.release import __version__ as ansible_core_version
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import MissingLibrary
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import core_range, param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
-from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
+from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts, template_trust
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
 
 SOURCE_NAMES = ("proxies.yml", "proxies.yaml")
@@ -164,6 +164,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         return base in SOURCE_NAMES or base.endswith(tuple("." + n for n in SOURCE_NAMES))
 
     def parse(self, inventory, loader, path, cache=True):
+        unsupported = core_range.problem(ansible_core_version)
+        if unsupported:
+            raise AnsibleParserError(unsupported)
         super().parse(inventory, loader, path, cache)
         self._read_config_data(path)
         self._check_options(path)
@@ -244,10 +247,11 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         name = self._host_name(record, strict)
         if name is None:
             return
+        name = template_trust.literal(name)
         self.inventory.add_host(name, group=base)
-        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, dict(record))
+        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, template_trust.literal(dict(record)))
         if record["ip"]:
-            self.inventory.set_variable(name, "ansible_host", record["ip"])
+            self.inventory.set_variable(name, "ansible_host", template_trust.literal(record["ip"]))
         for prefix, value in proxy_hosts.group_keys(record):
             group = self.inventory.add_group(
                 to_safe_group_name("%s_%s" % (prefix, value), force=True, silent=True)
@@ -302,9 +306,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         fails the source, naming the entry."""
 
         def render(index: int, template: str) -> str:
-            self.templar.available_variables = {proxy_hosts.HOSTVAR: record}
+            self.templar.available_variables = {proxy_hosts.HOSTVAR: template_trust.literal(record)}
             try:
-                return self.templar.template(trust_as_template(template))
+                return self.templar.template(template_trust.template(template))
             except Exception as exc:  # any template error, as compose treats its expressions'
                 message = "hostnames[%d]: %s failed for %s's instance %s: %s" % (
                     index,

@@ -18,21 +18,36 @@ command line names it), so killing it, ``no_log``, check and diff mode, warnings
 behave as before.
 
 Anything else takes ansible-core's path unchanged: another connection, become, async, an
-interpreter other than this one, an ``rlimit_nofile`` setting, an ansible-core without that
-loader, or ``EGRESS_PROXIES_DIRECT_MODULES=false`` in the controller's environment.
+interpreter other than this one, an ``rlimit_nofile`` setting, or
+``EGRESS_PROXIES_DIRECT_MODULES=false`` in the controller's environment. The loader, the
+module encoder and ``remove_internal_keys`` are ansible-core internals of 2.19's shape, so the
+direct start is chosen by feature detection when a task runs (``fast_path``); an ansible-core
+without all of them (2.16 to 2.18, 2.20 and later) takes the ordinary path, which gives the
+same results. Nothing version-specific is imported at load time, so an unsupported ansible-core
+gets this collection's message (helpers/core_range.py), not an import error.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
+import functools
+import importlib
+import inspect
 import json
 import os
 import sys
 
 from ansible import constants
-from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.plugins.action.normal import ActionModule as NormalAction
-from ansible.vars.clean import remove_internal_keys
+from ansible.release import __version__ as ansible_core_version
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import core_range
+
+try:  # ansible-core 2.19's shape; anything else takes the ordinary path (fast_path)
+    from ansible.module_utils.common.json import Direction, get_module_encoder
+    from ansible.vars.clean import remove_internal_keys
+except ImportError:
+    Direction = get_module_encoder = remove_internal_keys = None
 
 SWITCH = "EGRESS_PROXIES_DIRECT_MODULES"
 COLLECTION = ("ansible_collections", "crawl", "egress_proxies")
@@ -60,6 +75,34 @@ def collections_root() -> str | None:
     return None
 
 
+# The keyword arguments LAUNCH passes to the loader's run_module.
+LOADER_ARGUMENTS = frozenset(("json_params", "profile", "module_fqn", "modlib_path", "extensions"))
+
+
+@dataclasses.dataclass(frozen=True)
+class FastPath:
+    """The ansible-core internals the direct start uses, found by ``fast_path``."""
+
+    encoder: type  # JSONEncoder of the arguments, as module_common encodes them
+    clean: object  # removes the ``_ansible_*`` keys from a parsed result, as _execute_module does
+
+
+@functools.lru_cache(maxsize=1)
+def fast_path() -> FastPath | None:
+    """The internals of the direct start when this ansible-core has all of them, else None."""
+    if None in (Direction, get_module_encoder, remove_internal_keys):
+        return None
+    try:
+        loader = importlib.import_module(LOADER)
+        accepted = set(inspect.signature(loader.run_module).parameters)
+        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
+    except (ImportError, AttributeError, TypeError, ValueError, KeyError):
+        return None
+    if not accepted >= LOADER_ARGUMENTS:
+        return None
+    return FastPath(encoder=encoder, clean=remove_internal_keys)
+
+
 def switched_on() -> bool:
     """``EGRESS_PROXIES_DIRECT_MODULES`` unset or true: run directly where that is the same."""
     return os.environ.get(SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
@@ -68,6 +111,13 @@ def switched_on() -> bool:
 class DirectModuleAction(NormalAction):
     """The action of each of this collection's modules: ``ansible.builtin.normal`` (its ``run``,
     check mode and async support) with the module started directly where that is the same."""
+
+    def run(self, tmp=None, task_vars=None):
+        """Refuses an unsupported ansible-core with this collection's message, before anything else."""
+        unsupported = core_range.problem(ansible_core_version)
+        if unsupported:
+            return {"failed": True, "msg": unsupported}
+        return super().run(tmp, task_vars)
 
     def _execute_module(
         self,
@@ -78,10 +128,11 @@ class DirectModuleAction(NormalAction):
         persist_files=False,
         delete_remote_tmp=None,
         wrap_async=False,
-        ignore_unknown_opts: bool = False,
+        **more,
     ):
         task_vars = task_vars if task_vars is not None else {}
-        interpreter = self._direct_interpreter(task_vars, wrap_async)
+        internals = fast_path()
+        interpreter = self._direct_interpreter(task_vars, wrap_async) if internals else None
         root = collections_root()
         if (
             interpreter is None
@@ -98,20 +149,21 @@ class DirectModuleAction(NormalAction):
                 persist_files,
                 delete_remote_tmp,
                 wrap_async,
-                ignore_unknown_opts=ignore_unknown_opts,
+                **more,
             )
         module_name = module_name or self._task.action
         module_args = self._task.args if module_args is None else module_args
-        self._update_module_args(module_name, module_args, task_vars, ignore_unknown_opts=ignore_unknown_opts)
+        self._update_module_args(module_name, module_args, task_vars, **more)
         fqn = ".".join((*COLLECTION, "plugins", "modules", module_name.rsplit(".", 1)[-1]))
         command = self._connection._shell.join([interpreter, "-c", LAUNCH, root, fqn, PROFILE])
         environment = self._compute_environment_string().strip()
         if environment:
             command = environment + " " + command
-        res = self._low_level_execute_command(command, sudoable=False, in_data=self._encoded(module_args))
+        arguments = json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=internals.encoder).encode()
+        res = self._low_level_execute_command(command, sudoable=False, in_data=arguments)
         data = self._parse_returned_data(res, PROFILE)
         data.pop("_ansible_suppress_tmpdir_delete", None)
-        remove_internal_keys(data)
+        internals.clean(data)
         return data
 
     def _direct_interpreter(self, task_vars: dict, wrap_async) -> str | None:
@@ -122,8 +174,6 @@ class DirectModuleAction(NormalAction):
             return None
         if constants.config.get_config_value("PYTHON_MODULE_RLIMIT_NOFILE", variables=task_vars):
             return None
-        if importlib.util.find_spec(LOADER) is None:
-            return None
         wanted = task_vars.get("ansible_python_interpreter")
         if not wanted:
             return None  # interpreter discovery would choose: leave it to ansible-core
@@ -131,9 +181,3 @@ class DirectModuleAction(NormalAction):
         if not isinstance(wanted, str) or os.path.abspath(wanted) != os.path.abspath(sys.executable):
             return None
         return sys.executable
-
-    @staticmethod
-    def _encoded(module_args: dict) -> bytes:
-        """The arguments as the module's loader reads them (module_common's encoding)."""
-        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)
-        return json.dumps({"ANSIBLE_MODULE_ARGS": module_args}, cls=encoder).encode()

@@ -11,13 +11,11 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 
 import yaml
 
-from .playbook import ansible_environ
+from .playbook import BIN, ansible_environ
 
-BIN = os.path.dirname(sys.executable)
 PLUGIN = "crawl.egress_proxies.proxies"
 
 
@@ -41,6 +39,12 @@ def write_providers(directory, document: dict, name: str = "providers.yaml") -> 
     with open(path, "w", encoding="utf-8") as handle:
         yaml.safe_dump(document, handle, sort_keys=False)
     return path
+
+
+def write_local_provider(directory, address_range: str, name: str = "loc") -> str:
+    """A providers file with one local provider ``name`` keeping its state under ``directory``."""
+    local = {"stateDir": os.path.join(str(directory), "state"), "addressRange": address_range}
+    return write_providers(directory, {"providers": [{"name": name, "type": "local", "local": local}]})
 
 
 @dataclasses.dataclass

@@ -17,8 +17,14 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+# The version matrix runs these playbooks on another ansible-core: a virtualenv of its own with
+# ``bin/ansible-playbook`` and ``collections/`` (this tree linked as crawl/egress_proxies).
+MATRIX_VENV = os.environ.get("EGRESS_PROXIES_MATRIX_VENV", "")
+COLLECTIONS = (
+    os.path.join(MATRIX_VENV, "collections") if MATRIX_VENV else os.path.join(ROOT, ".venv", "collections")
+)
+BIN = os.path.join(MATRIX_VENV, "bin") if MATRIX_VENV else os.path.dirname(sys.executable)
+ANSIBLE_PLAYBOOK = os.path.join(BIN, "ansible-playbook")
 
 
 @dataclasses.dataclass

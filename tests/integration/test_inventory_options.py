@@ -29,18 +29,7 @@ pytestmark = [pytest.mark.squid]
     ],
 )
 def test_a_bad_option_fails_the_source_naming_the_field(tmp_path, options, fragment):
-    providers = cli.write_providers(
-        tmp_path,
-        {
-            "providers": [
-                {
-                    "name": "loc",
-                    "type": "local",
-                    "local": {"stateDir": str(tmp_path / "state"), "addressRange": random_loopback_range()},
-                }
-            ]
-        },
-    )
+    providers = cli.write_local_provider(tmp_path, random_loopback_range())
     source = cli.write_source(tmp_path, providers_file=providers, **options)
     run = cli.inventory(source)
     assert run.rc != 0, run.stdout[-2000:]

@@ -5,8 +5,9 @@
 #   2. smoke: real ansible-playbook runs on a local provider of the cell's own loopback /24
 #      (127.78.<minor>.0/24): smoke.yml (every module, check and diff mode, a proxy_pool round,
 #      the `proxy` role), the inventory plugin (--graph and --list, a constructed group), one
-#      controller run through ansible-runner (controller_run.py), the ready playbook
-#      playbooks/proxies_delete.yml, and smoke_end.yml (nothing left).
+#      controller run through ansible-runner (controller_run.py), tests/integration/
+#      test_core_versions.py on this cell, the ready playbook playbooks/proxies_delete.yml, and
+#      smoke_end.yml (nothing left).
 # The collection under test is this tree, linked into a collections directory of the run's own
 # beside the cell's (kubernetes.core, ansible.posix), so two checkouts share the cached venv.
 #
@@ -138,6 +139,19 @@ YAML
   smoke_step "one controller run through ansible-runner (controller_run.py)" \
     ansible_env PYTHONPATH="$root/controller" "$venv/bin/python" "$here/controller_run.py" \
     "$providers" "$work/collections:$venv/collections" "$work/controller" "$smoke_a" || return 1
+  # tests/integration/test_core_versions.py (the direct start against ansible-core's ordinary
+  # path, module by module) on this cell, through the development venv's pytest: it takes a
+  # virtualenv with this tree in its collections/, so it gets a view of the cached one (its bin,
+  # and a collections/ holding the cell's dependencies and this tree).
+  mkdir -p "$work/view/collections/ansible_collections"
+  ln -sfn "$venv/bin" "$work/view/bin"
+  for dependency in "$venv"/collections/ansible_collections/*; do
+    ln -sfn "$dependency" "$work/view/collections/ansible_collections/${dependency##*/}"
+  done
+  ln -sfn "$work/collections/ansible_collections/crawl" "$work/view/collections/ansible_collections/crawl"
+  smoke_step "tests/integration/test_core_versions.py (direct start against ansible-core's ordinary path)" \
+    env -C "$root" EGRESS_PROXIES_MATRIX_VENV="$work/view" "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
+    -q "$root/tests/integration/test_core_versions.py" || return 1
   smoke_step "the ready playbook playbooks/proxies_delete.yml" \
     ansible_env ansible-playbook -i "$work/ready-inventory.yml" "$root/playbooks/proxies_delete.yml" \
     -e "egress_proxies_providers_file=$providers" -e egress_proxies_provider=local || return 1

@@ -11,10 +11,10 @@ log the cloud-init byte count, not its content).
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 
+from ansible.module_utils.ansible_release import __version__ as ansible_core_version
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
@@ -22,7 +22,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import UsageError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import MissingLibrary
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import param_checks
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import core_range, param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue import arg_shapes
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import (
     PROVIDERS_ARGS,
@@ -43,29 +43,50 @@ class _ListHandler(logging.Handler):
         self.lines.append("%s %s" % (record.levelname, record.getMessage()))
 
 
+def _spec_as_given(argument_spec: dict, names) -> dict:
+    """``argument_spec`` with every option taken as given: no type, default, choices or
+    suboptions, so nothing is converted or refused (``no_log`` kept); ``names`` (the options the
+    task gave, an unknown one included) are accepted too."""
+    spec = {name: {"type": "raw"} for name in names if not str(name).startswith("_ansible_")}
+    spec.update({name: {"type": "raw", "no_log": bool(o.get("no_log"))} for name, o in argument_spec.items()})
+    return spec
+
+
 class _Module(AnsibleModule):
     """``AnsibleModule`` that keeps the parameters as given and classifies its own failures.
 
     Core Ansible's argument errors (an unknown option, a value not in ``choices``) fail before
     any runner exists; callers that branch on ``error_class`` (the controller does) get
-    ``permanent`` for them too. The raw parameters let the modules refuse what Ansible would
-    silently convert (a dict for a ``str``, ``true`` for an ``int``).
+    ``permanent`` for them too. The parameters as given (``raw_params``) let the modules refuse
+    what Ansible would silently convert (a dict for a ``str``, ``true`` for an ``int``), and a
+    list element that is not a mapping is reported naming its path (``arg_shapes``) instead of
+    core's message. Public API only: the real spec is validated first (what validate-modules
+    reads); the parameters as given come from a second ``AnsibleModule`` over the same arguments
+    with every option typed ``raw`` (ansible-core reads a module's arguments once and parses
+    them again for each instance).
     """
 
-    def _load_params(self):
-        super()._load_params()
-        self.raw_params = copy.deepcopy(self.params)
+    def __init__(self, argument_spec: dict, **kwargs):
+        self.raw_params = None
+        self._validated = False
+        super().__init__(argument_spec=argument_spec, **kwargs)
+        self._validated = True
+        self.raw_params = self._as_given()
 
-    def _set_internal_properties(self, argument_spec=None, module_parameters=None):
-        """Runs after the parameters are loaded and before core validation: a list element that
-        is not a mapping is refused here, naming its path (``arg_shapes``)."""
-        super()._set_internal_properties(argument_spec, module_parameters)
-        if argument_spec is None and module_parameters is None:
-            found = arg_shapes.problems(self.argument_spec, self.params)
-            if found:
-                self.fail_json(msg="; ".join(found))
+    def _as_given(self) -> dict:
+        """The options the task gave (a ``null`` one as not given), before any conversion."""
+        if self.raw_params is None:
+            spec = _spec_as_given(self.argument_spec, self.params)
+            given = AnsibleModule(argument_spec=spec, supports_check_mode=True, no_log=True)
+            self.raw_params = {k: v for k, v in given.params.items() if v is not None}
+        return self.raw_params
 
     def fail_json(self, msg, **kwargs):
+        if not self._validated:  # core's validation failed: a non-mapping element is named instead
+            found = arg_shapes.problems(self.argument_spec, self._as_given())
+            if found:  # the invocation as given too, not core's half-converted parameters
+                msg = "; ".join(found)
+                kwargs.setdefault("invocation", {"module_args": self._as_given()})
         kwargs.setdefault("error_class", errors.PERMANENT)
         super().fail_json(msg, **kwargs)
 
@@ -103,8 +124,11 @@ class ProxyModule:
         spec.update(argument_spec)
         exclusive = list(kwargs.pop("mutually_exclusive", [])) + PROVIDERS_MUTUALLY_EXCLUSIVE
         self.module = _Module(argument_spec=spec, mutually_exclusive=exclusive, **kwargs)
+        unsupported = core_range.problem(ansible_core_version)
+        if unsupported:
+            self.module.fail_json(msg=unsupported)
         self.params = self.module.params
-        self.raw_params = getattr(self.module, "raw_params", self.params)
+        self.raw_params = self.module.raw_params
         self.module.no_log_values.update(_inline_secrets(self.params.get("providers")))
         self.check_mode = self.module.check_mode
         self.diff_mode = bool(self.module._diff)  # --diff: runners add a before/after "diff"
