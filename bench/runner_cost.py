@@ -259,7 +259,9 @@ def _cell_env(venv: str, work: str) -> dict:
 
 def _version(venv: str) -> str:
     script = "import ansible.release as r, platform; print(r.__version__, platform.python_version())"
-    out = subprocess.run([os.path.join(venv, "bin", "python"), "-c", script], capture_output=True, text=True)
+    out = subprocess.run(
+        [os.path.join(venv, "bin", "python"), "-c", script], capture_output=True, text=True, check=True
+    )
     return out.stdout.strip()
 
 
@@ -272,7 +274,9 @@ def matrix(repeat: int, work: str, providers_file: str, empty: str, info: str) -
             continue
         env = _cell_env(venv, work)
         playbook = os.path.join(venv, "bin", "ansible-playbook")
-        probe = subprocess.run([playbook, info], env=dict(_env(), **env), capture_output=True, text=True)
+        probe = subprocess.run(
+            [playbook, info], env=dict(_env(), **env), capture_output=True, text=True, check=False
+        )
         if probe.returncode != 0:
             lines = [x for x in (probe.stdout + probe.stderr).splitlines() if "ERROR" in x or "fatal" in x]
             left_out.append(
