@@ -20,6 +20,7 @@ out=$root/tests/output/matrix
 log=$out/matrix.log
 pidfile=$out/matrix.pid
 rcfile=$out/matrix.rc
+cellsfile=$out/matrix.cells # the cells a background run was started with, for `wait`
 # shellcheck source=../tests/matrix/versions.env
 . "$root/tests/matrix/versions.env"
 cells=${MATRIX_ONLY:-$MATRIX_CELLS}
@@ -65,6 +66,7 @@ run) run ;;
 start)
   mkdir -p "$out"
   rm -f "$rcfile"
+  echo "$cells" >"$cellsfile"
   (
     nice -n 10 "$root/hack/timed.sh" "version matrix (background)" "$0" run
     echo $? >"$rcfile"
@@ -75,6 +77,7 @@ start)
 wait)
   [ -s "$pidfile" ] || { echo "matrix.sh: nothing was started (hack/matrix.sh start)" >&2; exit 2; }
   pid=$(cat "$pidfile")
+  cells=$(cat "$cellsfile" 2>/dev/null || echo "$cells")
   while kill -0 "$pid" 2>/dev/null; do sleep 1; done
   rm -f "$pidfile"
   printf '==> the version matrix (log %s):\n' "${log#"$root"/}"
