@@ -203,12 +203,15 @@ incomplete:
   returned: always
   type: bool
   sample: false
-skipped:
-  description: Providers skipped for this sweep because their list failed.
+skipped_providers:
+  description:
+    - Providers skipped for this sweep because their list failed.
+    - Called C(skipped) before 0.3.0, a name every ansible-core reads as "the task was skipped".
   returned: always
   type: list
   elements: str
   sample: [gce]
+  version_added: 0.3.0
 errors:
   description: Failures of a provider's list or of a delete.
   returned: always

@@ -22,7 +22,7 @@ interpreter other than this one, an ``rlimit_nofile`` setting, or
 ``EGRESS_PROXIES_DIRECT_MODULES=false`` in the controller's environment. The loader, the
 module encoder and ``remove_internal_keys`` are ansible-core internals of 2.19's shape, so the
 direct start is chosen by feature detection when a task runs (``fast_path``); an ansible-core
-without all of them (2.16 to 2.18, 2.20 and later) takes the ordinary path, which gives the
+without all of them (2.16 to 2.18, 2.21) takes the ordinary path, which gives the
 same results. Nothing version-specific is imported at load time, so an unsupported ansible-core
 gets this collection's message (helpers/core_range.py), not an import error.
 """

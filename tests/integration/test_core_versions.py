@@ -5,26 +5,36 @@ a value a backend returned as a template.
 
 These run on the tree's ansible-core (.venv) in the normal suite; the version matrix runs the
 same file once per supported minor with ``EGRESS_PROXIES_MATRIX_VENV`` naming that minor's
-virtualenv (integration/playbook.py), so 2.16 to 2.18 and 2.20 onwards, where the direct start is
-not taken, prove the ordinary path gives these results too.
+virtualenv (integration/playbook.py): 2.19 and 2.20 take the direct start, 2.16 to 2.18 and 2.21
+lack an internal it needs and take the ordinary path either way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 from contract.local_backend import random_loopback_range
 
 from . import inventory_cli as cli
-from .playbook import run_playbook
+from .playbook import BIN, run_playbook
 
 pytestmark = [pytest.mark.playbook]
 
 SECRET = "core-versions-secret-71c3"
 HOSTILE = "{{ lookup('pipe', 'id') }}"  # what a backend could name an instance or label
 RAN = "uid="  # what ``id`` prints: the lookup ran
+LAUNCHED = "_loader.run_module"  # the direct start's command line, as -vvv prints it
+DIRECT_MINORS = ("2.19", "2.20")  # the minors with every internal the direct start needs
+
+
+def _core_minor() -> str:
+    """The ansible-core minor the playbooks run on (``2.16``)."""
+    program = "import ansible.release as r;print('.'.join(r.__version__.split('.')[:2]))"
+    python = os.path.join(BIN, "python")
+    return subprocess.run([python, "-c", program], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def _module_tasks(tmp_path) -> list:
@@ -86,7 +96,8 @@ def test_every_module_answers_alike_on_either_path(tmp_path):
         assert run.rc == 0, run.stdout[-3000:] + run.stderr[-3000:]
         assert "Unexpected Exception" not in run.stderr
         assert SECRET not in run.stdout and SECRET not in run.stderr
-    assert "_loader.run_module" not in ordinary.stdout
+    assert LAUNCHED not in ordinary.stdout
+    assert (LAUNCHED in chosen.stdout) == (_core_minor() in DIRECT_MINORS), _core_minor()
     for name in ("info", "bad port", "create in check mode", "pool in check mode", "gc in check mode"):
         assert _stable(chosen[name]) == _stable(ordinary[name]), name
     for run in runs:  # a health check's own timings differ from run to run
@@ -166,3 +177,32 @@ def test_a_backend_value_is_never_evaluated_as_a_template(tmp_path):
     assert shown.rc == 0, shown.stdout[-3000:] + shown.stderr[-2000:]
     assert "[%s|%s|%s]" % (HOSTILE, HOSTILE, HOSTILE) in shown.stdout, shown.stdout[-3000:]
     assert RAN not in shown.stdout + shown.stderr
+
+
+def test_gc_names_the_providers_it_skipped_without_the_task_looking_skipped(tmp_path):
+    """``skipped`` is a result key every ansible-core reads as the task's own state (2.21 turns a
+    list there into a bool); the providers a sweep skipped come back as ``skipped_providers``."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"  # nothing listens there
+        "users: [{name: u, user: {token: t0k}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u, namespace: default}}]\n"
+    )
+    kubeconfig.chmod(0o600)
+    broken = {"name": "broken", "type": "kubernetes", "kubernetes": {"kubeconfig": str(kubeconfig)}}
+    tasks = [
+        {
+            "name": "sweep",
+            "crawl.egress_proxies.proxy_gc": {"providers": [broken], "live_uids": [], "timeout": 30},
+            "register": "swept",
+        },
+        {"name": "after", "ansible.builtin.debug": {"msg": "{{ swept is skipped }}"}},
+    ]
+    run = run_playbook(tmp_path, tasks)
+    assert run.rc == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    swept = run["sweep"]
+    assert swept["skipped_providers"] == ["broken"] and not swept.get("skipped"), swept
+    assert [e["provider"] for e in swept["errors"]] == ["broken"]
+    assert run["after"]["msg"] is False or run["after"]["msg"] == "False", run["after"]
+    assert "converted to bool" not in run.stdout + run.stderr

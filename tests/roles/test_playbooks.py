@@ -12,16 +12,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 
 import pytest
 import yaml
 from contract.local_backend import random_loopback_range
+from integration.playbook import BIN, COLLECTIONS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CALLBACKS = os.path.join(ROOT, "tests", "integration", "callback_plugins")
-BIN = os.path.dirname(sys.executable)
 APPLY = ("-e", "egress_proxies_gc_apply=true", "-e", "egress_proxies_gc_min_age=0")
 
 pytestmark = [pytest.mark.squid, pytest.mark.playbook]
@@ -30,7 +29,7 @@ pytestmark = [pytest.mark.squid, pytest.mark.playbook]
 def run(playbook: str, inventory: str, *extra: str) -> tuple:
     env = dict(
         os.environ,
-        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".venv", "collections"),
+        ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
         ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
         ANSIBLE_STDOUT_CALLBACK="task_results",
         ANSIBLE_CALLBACK_PLUGINS=CALLBACKS,

@@ -96,7 +96,7 @@ def test_the_fast_path_is_found_on_this_core_only_with_all_its_internals(monkeyp
 
 
 def test_without_the_fast_path_a_task_takes_ansible_cores_path(monkeypatch):
-    """What 2.16-2.18 and 2.20+ do: ansible-core's ``_execute_module`` with every argument as
+    """What 2.16-2.18 and 2.21 do: ansible-core's ``_execute_module`` with every argument as
     given (tests/integration/test_core_versions.py proves the answers are the same)."""
     calls = []
     monkeypatch.setattr(

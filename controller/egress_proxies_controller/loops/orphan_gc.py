@@ -99,7 +99,7 @@ class OrphanGC(PeriodicLoop):
             self.metrics.gc_would_delete.labels(entry["provider"]).inc()
         for entry in report.get("kept") or []:
             self.metrics.gc_kept.labels(entry["provider"], entry["reason"]).inc()
-        for provider in report.get("skipped") or []:
+        for provider in report.get("skipped_providers") or []:
             self.metrics.gc_skipped.labels(provider).inc()
         for error in report.get("errors") or []:
             log.warning("gc: %s %s: %s", error["provider"], error.get("id") or "list", error["msg"])

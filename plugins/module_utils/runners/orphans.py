@@ -66,6 +66,9 @@ def run(pm) -> dict:
         concurrency=int(params["concurrency"]),
         shards=shards,
     )
+    # ``skipped`` is a result key every ansible-core reads as "the task was skipped" (2.21 turns a
+    # list there into a bool): the providers skipped for this sweep are returned under their own name.
+    report["skipped_providers"] = report.pop("skipped")
     for error in report["errors"]:
         pm.module.warn("gc: %s %s: %s" % (error["provider"], error["id"] or "list", error["msg"]))
     report.update(
