@@ -141,10 +141,13 @@ YAML
     "$providers" "$work/collections:$venv/collections" "$work/controller" "$smoke_a" || return 1
   # tests/integration/test_core_versions.py (the direct start against ansible-core's ordinary
   # path, module by module) on this cell, through the development venv's pytest: it takes a
-  # virtualenv with this tree in its collections/, so it gets a view of the cached one (its bin,
-  # and a collections/ holding the cell's dependencies and this tree).
+  # virtualenv with this tree in its collections/, so it gets a view of the cached one: every
+  # entry linked (bin, lib, pyvenv.cfg: its python is a virtualenv's from there too) but
+  # collections/, which holds the cell's dependencies and this tree.
   mkdir -p "$work/view/collections/ansible_collections"
-  ln -sfn "$venv/bin" "$work/view/bin"
+  for entry in "$venv"/*; do
+    [ "${entry##*/}" = collections ] || ln -sfn "$entry" "$work/view/${entry##*/}"
+  done
   for dependency in "$venv"/collections/ansible_collections/*; do
     ln -sfn "$dependency" "$work/view/collections/ansible_collections/${dependency##*/}"
   done
