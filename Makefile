@@ -8,7 +8,7 @@ export ANSIBLE_NOCOLOR := 1
 export NO_COLOR := 1
 PYTEST_ARGS ?=
 
-.PHONY: demo test bootstrap bootstrap-test background-builds background-builds-wait lint sanity unit pytest molecule faults toxiproxy-binary cluster-binaries guest-image clean
+.PHONY: demo test bootstrap bootstrap-test background-builds background-builds-wait lint sanity unit pytest molecule faults toxiproxy-binary cluster-binaries guest-image galaxy-importer matrix matrix-start matrix-wait clean
 
 demo: bootstrap
 	ansible-playbook playbooks/demo.yml
@@ -22,7 +22,10 @@ bootstrap-test:
 # The test binaries (control plane, Toxiproxy) build in the background from the first step on, so
 # a cold build overlaps bootstrap, lint, sanity and the pytest files that do not need them (those
 # that do run last and wait for the build on its lock); background-builds-wait reports them.
-test: background-builds bootstrap-test lint sanity guest-image pytest background-builds-wait molecule faults
+# The version matrix (every supported ansible-core, tests/matrix/) starts in the background as
+# soon as bootstrap has installed Squid and the build tools, and reports last (matrix-wait), so
+# its summary, with any cell that could not run and what to install, is in the last lines.
+test: background-builds bootstrap-test matrix-start lint sanity galaxy-importer guest-image pytest background-builds-wait molecule faults matrix-wait
 
 background-builds:
 	@hack/background.sh start
@@ -36,6 +39,12 @@ lint:
 
 sanity:
 	@hack/timed.sh sanity hack/sanity.sh
+
+# What Galaxy and Automation Hub run on upload, on the tarball `ansible-galaxy collection build`
+# makes: galaxy-importer's ansible-lint and documentation checks (its containerised ansible-test
+# off), in a virtualenv of its own cached per machine; any warning or error fails the step.
+galaxy-importer:
+	@hack/timed.sh "galaxy-importer (the tarball as Galaxy imports it)" hack/galaxy_importer.sh
 
 # The Kubernetes test control plane, built once per machine and version set (tests/cluster/build.sh;
 # cold: tens of minutes with progress lines, warm: instant), in the foreground: `make test` builds
@@ -75,6 +84,19 @@ toxiproxy-binary:
 FAULT_WORKERS ?= 3
 faults:
 	@hack/timed.sh "fault matrix (pytest -n $(FAULT_WORKERS) tests/faults)" python -m pytest -n $(FAULT_WORKERS) --dist loadfile tests/faults
+
+# The version matrix in the foreground: every cell of tests/matrix/versions.env (each its own
+# cached virtualenv, ansible-test sanity and the end-to-end smoke, tests/matrix/cell.sh), or
+# those of MATRIX_ONLY (`make matrix MATRIX_ONLY="2.16 2.21"`). Exits non-zero when a cell failed
+# or could not run for want of a Python (the summary says what to install).
+matrix:
+	@hack/timed.sh "version matrix" hack/matrix.sh run
+
+matrix-start:
+	@hack/matrix.sh start
+
+matrix-wait:
+	@hack/timed.sh "version matrix (waiting for the background run)" hack/matrix.sh wait
 
 clean:
 	rm -rf $(VENV) tests/output .pytest_cache .ruff_cache

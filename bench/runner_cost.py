@@ -23,7 +23,15 @@ reaped children (each run's forked ``ansible-playbook``, its workers and modules
 also samples one controller run with py-spy (every process it starts) and prints where its CPU
 goes by phase.
 
-Usage: .venv/bin/python bench/runner_cost.py [--repeat 7] [--profile]
+``--matrix`` (issue 39) measures instead a module task's fixed cost on every ansible-core minor
+of the version matrix (tests/matrix/versions.env), with each cell's cached virtualenv
+(tests/matrix/venv.sh builds a missing one): ``empty-play`` and ``info-play`` (and ``info-play
+(AnsiballZ)``) through that cell's ``ansible-playbook``, every case of every cell taking turns in
+one interleaved run, then a side-by-side table (CPU-seconds, wall, info-play / empty-play). A
+cell without a suitable Python, or whose info-play fails, is listed with the reason and left
+out of the measurement.
+
+Usage: .venv/bin/python bench/runner_cost.py [--repeat 7] [--profile | --matrix]
 """
 
 from __future__ import annotations
@@ -216,10 +224,100 @@ def _providers(work: str) -> str:
     return path
 
 
+def matrix_cells() -> list:
+    """(minor, venv or None, why not) for every cell of tests/matrix/versions.env."""
+    versions = os.path.join(ROOT, "tests", "matrix", "versions.env")
+    with open(versions, encoding="utf-8") as handle:
+        line = next(x for x in handle if x.startswith("MATRIX_CELLS="))
+    cells = []
+    for minor in line.split("=", 1)[1].strip().strip('"').split():
+        proc = subprocess.run(
+            [os.path.join(ROOT, "tests", "matrix", "venv.sh"), minor],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        why = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+        cells.append((minor, proc.stdout.split()[-1] if proc.returncode == 0 else None, why))
+    return cells
+
+
+def _cell_env(venv: str, work: str) -> dict:
+    """A cell's ansible: its bin first on PATH, this tree's collection (linked under ``work``)
+    first on the collections path, the cell's kubernetes.core and ansible.posix after it."""
+    link = os.path.join(work, "collections", "ansible_collections", "crawl", "egress_proxies")
+    if not os.path.islink(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(ROOT, link)
+    return {
+        "PATH": os.path.join(venv, "bin") + os.pathsep + os.environ.get("PATH", ""),
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(work, "collections")
+        + os.pathsep
+        + os.path.join(venv, "collections"),
+    }
+
+
+def _version(venv: str) -> str:
+    script = "import ansible.release as r, platform; print(r.__version__, platform.python_version())"
+    out = subprocess.run(
+        [os.path.join(venv, "bin", "python"), "-c", script], capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def matrix(repeat: int, work: str, providers_file: str, empty: str, info: str) -> None:
+    """Every cell's empty-play and info-play in one interleaved run, then the table."""
+    cases, rows, left_out = [], [], []
+    for minor, venv, why in matrix_cells():
+        if venv is None:
+            left_out.append((minor, why))
+            continue
+        env = _cell_env(venv, work)
+        playbook = os.path.join(venv, "bin", "ansible-playbook")
+        probe = subprocess.run(
+            [playbook, info], env=dict(_env(), **env), capture_output=True, text=True, check=False
+        )
+        if probe.returncode != 0:
+            lines = [x for x in (probe.stdout + probe.stderr).splitlines() if "ERROR" in x or "fatal" in x]
+            left_out.append(
+                (minor, "info-play fails: %s" % (lines or ["rc %d" % probe.returncode])[-1][:160])
+            )
+            continue
+        names = tuple(
+            "%s %s" % (case, minor) for case in ("empty-play", "info-play (AnsiballZ)", "info-play")
+        )
+        cases += [
+            (names[0], command([playbook, empty], env)),
+            (names[1], command([playbook, info], dict(env, **PACKAGED))),
+            (names[2], command([playbook, info], env)),
+        ]
+        rows.append((minor, _version(venv), names))
+    print(
+        "%d runs each (median), every case of every cell in turn, %s, %d CPUs"
+        % (repeat, os.uname().machine, os.cpu_count())
+    )
+    figures = measure(tuple(cases), repeat) if cases else {}
+    print(
+        "%-6s %-16s %9s %9s %9s %9s %9s %9s"
+        % ("minor", "core / python", "empty", "info AZ", "info", "AZ/empty", "info/empty", "info wall")
+    )
+    for minor, version, (empty_name, packaged_name, info_name) in rows:
+        e, p, i = figures[empty_name], figures[packaged_name], figures[info_name]
+        print(
+            "%-6s %-16s %8.2fs %8.2fs %8.2fs %8.2fx %9.2fx %8.2fs"
+            % (minor, version.replace(" ", "/"), e[0], p[0], i[0], p[0] / e[0], i[0] / e[0], i[1])
+        )
+    for minor, why in left_out:
+        print("%-6s not measured: %s" % (minor, why))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--profile", action="store_true", help="also sample one controller run with py-spy")
+    parser.add_argument(
+        "--matrix", action="store_true", help="a module task's fixed cost on every ansible-core minor"
+    )
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="egress-runner-cost-")
     try:
@@ -229,6 +327,9 @@ def main() -> None:
             handle.write(EMPTY_PLAY)
         with open(info, "w") as handle:
             handle.write(INFO_PLAY % providers_file)
+        if args.matrix:
+            matrix(args.repeat, work, providers_file, empty, info)
+            return
         playbook = os.path.join(BIN, "ansible-playbook")
         cases = (
             ("import", command([sys.executable, "-c", "import ansible"])),

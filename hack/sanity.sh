@@ -15,7 +15,7 @@
 # never conflict with ansible-lint's. Those virtualenvs are created without pip and ansible-test
 # bootstraps pip from a get-pip script it downloads from its own CI file host, which is not a
 # package registry and is unreachable here; so this script provides that bootstrap itself (see
-# provide_pip_bootstrap): it fetches the exact pip wheel with pip and drops a small stand-in for
+# provide_pip_bootstrap in sanity_lib.sh): it fetches the exact pip wheel with pip and drops a small stand-in for
 # get-pip into ansible-test's documented cache path. An existing genuine script is left alone.
 #
 # Tests: all default tests run; none is skipped with --skip-test. ansible-test itself reports
@@ -46,50 +46,8 @@ say() { printf '==> sanity: %s (%ss)\n' "$*" "$(($(date +%s) - started))"; }
   exit 2
 }
 export PATH="$venv/bin:$PATH"
-
-# ansible-test's pip bootstrap for its managed virtualenvs (see the header for why).
-provide_pip_bootstrap() {
-  local pip_version cache script wheel tmp
-  pip_version=$(PYTHON_VERSION=$python_version "$venv/bin/python" - <<'EOF'
-import os
-
-from ansible_test._internal.python_requirements import get_venv_packages
-
-
-class Python:
-    version = os.environ["PYTHON_VERSION"]
-
-
-print(get_venv_packages(Python())["pip"])
-EOF
-)
-  cache="$HOME/.ansible/test/cache"
-  script="$cache/get_pip_${pip_version//./_}.py"
-  if [ -s "$script" ]; then
-    return
-  fi
-  mkdir -p "$cache"
-  wheel=$(find "$cache" -maxdepth 1 -name "pip-${pip_version}-py3-none-any.whl" | head -n 1)
-  if [ -z "$wheel" ]; then
-    say "fetching pip $pip_version for ansible-test's virtualenvs"
-    "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-      --dest "$cache" "pip==$pip_version"
-    wheel="$cache/pip-${pip_version}-py3-none-any.whl"
-  fi
-  tmp=$(mktemp "$script.XXXXXX")
-  cat >"$tmp" <<EOF
-# Stand-in for get-pip.py ${pip_version}, written by egress-proxies' hack/sanity.sh: runs pip from
-# its wheel to install the requested packages into an empty virtualenv, as get-pip.py does.
-import sys
-
-sys.path.insert(0, "${wheel}")
-from pip._internal.cli.main import main  # noqa: E402
-
-args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
-sys.exit(main(["install", "--upgrade", "--force-reinstall", *args]))
-EOF
-  mv "$tmp" "$script"
-}
+# shellcheck source=sanity_lib.sh
+. "$root/hack/sanity_lib.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/egress-proxies-sanity.XXXXXX")
 if [ "${SANITY_KEEP:-0}" = 1 ]; then
@@ -98,11 +56,7 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-collection="$work/ansible_collections/crawl/egress_proxies"
-mkdir -p "$collection"
-say "copying the collection to $collection"
-(cd "$root" && git ls-files -z -co --exclude-standard) |
-  rsync -a --from0 --ignore-missing-args --files-from=- "$root/" "$collection/"
+collection=$(copy_collection "$root" "$work")
 
 if ! command -v shellcheck >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -119,7 +73,7 @@ if ! command -v shellcheck >/dev/null; then
   fi
 fi
 
-provide_pip_bootstrap
+provide_pip_bootstrap "$venv" "$python_version"
 
 # The changelog's one source of truth is changelogs/changelog.yaml (plus the fragments of the
 # next release); the CHANGELOG files are generated from it and must not drift.
