@@ -237,7 +237,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for message in failed + listing["warnings"]:
             self.display.warning(message)
         base = self.inventory.add_group(proxy_hosts.BASE_GROUP)
-        for record in listing["hosts"]:
+        # Groups and hosts are added in sorted order, which is the order ``--graph`` and
+        # ``--list`` show them in (a provider lists its instances in no particular order).
+        records = sorted(listing["hosts"], key=lambda r: (r["name"], r["provider"], r["uid"], r["id"]))
+        groups = {
+            self._group_name(prefix, value) for r in records for prefix, value in proxy_hosts.group_keys(r)
+        }
+        for group in sorted(groups):
+            self.inventory.add_child(base, self.inventory.add_group(group))
+        for record in records:
             self._add_host(base, record, strict)
 
     def _add_host(self, base: str, record: dict, strict: bool) -> None:
@@ -249,15 +257,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if record["ip"]:
             self.inventory.set_variable(name, "ansible_host", record["ip"])
         for prefix, value in proxy_hosts.group_keys(record):
-            group = self.inventory.add_group(
-                to_safe_group_name("%s_%s" % (prefix, value), force=True, silent=True)
-            )
-            self.inventory.add_child(base, group)
-            self.inventory.add_child(group, name)
+            self.inventory.add_child(self._group_name(prefix, value), name)
         variables = self.inventory.get_host(name).get_vars()
         self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
         self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
         self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)
+
+    @staticmethod
+    def _group_name(prefix: str, value: str) -> str:
+        return to_safe_group_name("%s_%s" % (prefix, value), force=True, silent=True)
 
     def _host_name(self, record: dict, strict: bool):
         """The first of the ``hostnames`` candidates no other instance of this plugin holds yet, or

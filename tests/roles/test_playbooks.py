@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -145,11 +146,26 @@ def test_create_check_collect_delete(operator_files, tmp_path):
     rc, _tasks, out = run("proxies_create.yml", str(orphan_inventory))
     assert rc == 0, out[-3000:]
 
+    # Issue 37: an orphan younger than min_age is reported as kept, with when it reaches min_age.
+    rc, tasks, out = run("collect_orphans.yml", inventory)
+    assert rc == 0, out[-3000:]
+    report = task(tasks, "Report")["msg"]
+    assert report[0] == "would delete: nothing", report
+    assert re.fullmatch(
+        r"kept as younger than min_age \(10m\): proxy-\w+ \(uid %s, reaches 10m at " % orphan
+        + r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\)",
+        report[1],
+    ), report
+
     rc, tasks, out = run("collect_orphans.yml", inventory, "-e", "egress_proxies_gc_min_age=0")
     assert rc == 0, out[-3000:]
     sweep = task(tasks, "Sweep every provider")
     assert [i["uid"] for i in sweep["would_delete"]] == [orphan]
-    assert task(tasks, "Report")["msg"][0].startswith("would delete: proxy-")
+    assert task(tasks, "Report")["msg"][0] == "would delete: %s (uid %s)" % (
+        sweep["would_delete"][0]["name"],
+        orphan,
+    )
+    assert task(tasks, "Report")["msg"][1] == "kept as younger than min_age (0): none"
     rc, tasks, out = run("collect_orphans.yml", inventory, "-e", "egress_proxies_gc_min_age=0")
     assert [i["uid"] for i in task(tasks, "Sweep every provider")["would_delete"]] == [orphan], (
         "dry run deleted"
