@@ -124,6 +124,12 @@ def test_create_check_collect_delete(operator_files, tmp_path):
     assert {r["state"] for r in converged["results"]} == {"Running"}
     assert all(r["ip"].startswith("127.") for r in converged["results"])
 
+    shown = task(tasks, "Show where they are")["msg"]
+    names = {r["uid"]: r["name"] for r in converged["results"]}
+    assert sorted(line.split()[:3] for line in shown) == sorted(
+        ["%s:" % uid, names[uid], "Running"] for uid in uids
+    ), shown  # issue 37: the inventory host beside each proxy-<hash>
+
     rc, tasks, out = run("proxies_create.yml", inventory)
     assert rc == 0, out[-3000:]
     assert task(tasks, "Converge the proxies")["changed"] is False
@@ -209,3 +215,25 @@ def test_the_pool_playbook_converges_a_pool_again_without_change_and_removes_it(
         ("local", "pb-0"),
         ("local", "pb-1"),
     ]
+
+
+@pytest.mark.parametrize("playbook", ["proxies_create.yml", "proxies_delete.yml"])
+def test_a_host_without_a_provider_is_named_with_the_variables_that_set_one(
+    operator_files, tmp_path, playbook
+):
+    """Issue 37: without egress_proxies_provider the run failed with ``instances[0].provider:
+    required``, naming neither the variable nor the host."""
+    inventory, _providers, uids = operator_files
+    with open(inventory, encoding="utf-8") as handle:
+        doc = yaml.safe_load(handle)
+    del doc["all"]["vars"]["egress_proxies_provider"]
+    doc["all"]["children"]["egress_proxies"]["hosts"][uids[1]] = {"egress_proxy_provider": "local"}
+    bare = tmp_path / "no-provider.yml"
+    bare.write_text(yaml.safe_dump(doc))
+    rc, _tasks, out = run(playbook, str(bare))
+    assert rc != 0
+    assert "no provider for inventory host(s) %s: set egress_proxies_provider" % uids[0] in out, out[-3000:]
+    assert "egress_proxy_provider on each host" in out
+    assert not (tmp_path / "state" / "instances").exists() or not any(
+        (tmp_path / "state" / "instances").iterdir()
+    )
