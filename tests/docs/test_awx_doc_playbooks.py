@@ -23,15 +23,16 @@ pytestmark = pytest.mark.playbook
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
-def _credential_types_playbook() -> str:
-    found = [b for b in blocks("docs/awx.md") if "awx.awx.credential_type" in b.text]
-    assert len(found) == 1, "docs/awx.md should show one credential-types import playbook"
+def _playbook(module: str) -> str:
+    found = [b for b in blocks("docs/awx.md") if "awx.awx.%s" % module in b.text]
+    assert len(found) == 1, "docs/awx.md should show one playbook with awx.awx.%s" % module
     return found[0].text
 
 
-def test_the_credential_types_import_playbook_runs_as_written(tmp_path):
-    playbook = tmp_path / "import.yml"
-    playbook.write_text(_credential_types_playbook())
+def _run(tmp_path, module: str, *extra: str) -> list:
+    """Run docs/awx.md's playbook using ``module``; returns the loop's results."""
+    playbook = tmp_path / ("%s.yml" % module)
+    playbook.write_text(_playbook(module))
     stand_in = awx_stand_in.install(tmp_path / "collections")
     environ = ansible_environ(
         ANSIBLE_COLLECTIONS_PATH="%s:%s" % (stand_in, COLLECTIONS),
@@ -39,13 +40,17 @@ def test_the_credential_types_import_playbook_runs_as_written(tmp_path):
         ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
         ANSIBLE_LOCALHOST_WARNING="false",
     )
-    # The playbook's collection_dir is where ansible-galaxy installs the collection; here the
-    # collection is this checkout (extra vars override the task's vars).
-    argv = [ANSIBLE_PLAYBOOK, str(playbook), "-e", "collection_dir=%s" % ROOT]
+    argv = [ANSIBLE_PLAYBOOK, str(playbook), *extra]
     proc = subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     output = json.loads(proc.stdout[proc.stdout.index("{") :])
-    results = output["plays"][0]["tasks"][0]["hosts"]["localhost"]["results"]
+    return output["plays"][0]["tasks"][0]["hosts"]["localhost"]["results"]
+
+
+def test_the_credential_types_import_playbook_runs_as_written(tmp_path):
+    # The playbook's collection_dir is where ansible-galaxy installs the collection; here the
+    # collection is this checkout (extra vars override the task's vars).
+    results = _run(tmp_path, "credential_type", "-e", "collection_dir=%s" % ROOT)
     sent = {r["arguments"]["name"]: r["arguments"] for r in results}
     directory = os.path.join(ROOT, "docs", "awx", "credential_types")
     expected = {}
@@ -57,3 +62,14 @@ def test_the_credential_types_import_playbook_runs_as_written(tmp_path):
     for name, document in expected.items():
         for key in ("description", "kind", "inputs", "injectors"):
             assert sent[name][key] == document[key], (name, key)
+
+
+def test_the_job_templates_playbook_runs_as_written(tmp_path):
+    """One job template per ready playbook, each naming a playbook that exists."""
+    results = _run(tmp_path, "job_template")
+    playbooks = [r["arguments"]["playbook"] for r in results]
+    assert len(results) == 6 and all(
+        r["arguments"]["credentials"][0] == "egress-proxies providers" for r in results
+    )
+    for path in playbooks:
+        assert os.path.isfile(os.path.join(ROOT, path)), path
