@@ -260,7 +260,10 @@ def test_printer_columns(plural, columns):
     (version,) = crd(plural)["spec"]["versions"]
     found = {c["name"]: c for c in version["additionalPrinterColumns"]}
     ready = '.status.conditions[?(@.type=="Ready")].status'
-    expected = dict(columns, Ready=ready, Age=".metadata.creationTimestamp")
+    expected = dict(columns, Ready=ready)
+    if plural == "proxies":  # issue 37: READY False said nothing of why
+        expected["Reason"] = '.status.conditions[?(@.type=="Ready")].reason'
+    expected["Age"] = ".metadata.creationTimestamp"
     assert list(found) == list(expected)
     for name, json_path in expected.items():
         assert found[name]["jsonPath"] == json_path, name
