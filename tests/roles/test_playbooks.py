@@ -19,6 +19,7 @@ import uuid
 import pytest
 import yaml
 from contract.local_backend import random_loopback_range
+from proxy_traffic import fetch_via, origin_server, until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CALLBACKS = os.path.join(ROOT, "tests", "integration", "callback_plugins")
@@ -237,3 +238,61 @@ def test_a_host_without_a_provider_is_named_with_the_variables_that_set_one(
     assert not (tmp_path / "state" / "instances").exists() or not any(
         (tmp_path / "state" / "instances").iterdir()
     )
+
+
+def test_auth_from_a_vault_then_rotated_from_a_file(operator_files, tmp_path):
+    """Issue 37: the ready playbooks take basic-auth credentials (egress_proxies_auth) from a vault
+    or a vars file; a changed password rotates them; the password is never printed."""
+    inventory, _providers, uids = operator_files
+    first, second = "Vaulted-%s" % uuid.uuid4().hex, "Rotated-%s" % uuid.uuid4().hex
+    vault_password = tmp_path / "vault-pass"
+    vault_password.write_text("vault-%s\n" % uuid.uuid4().hex)
+    vaulted = tmp_path / "auth-vault.yml"
+    vaulted.write_text(yaml.safe_dump({"egress_proxies_auth": {"username": "crawler", "password": first}}))
+    encrypt = subprocess.run(
+        [
+            os.path.join(BIN, "ansible-vault"),
+            "encrypt",
+            "--vault-password-file",
+            str(vault_password),
+            str(vaulted),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert encrypt.returncode == 0 and first not in vaulted.read_text(), encrypt.stderr
+    rc, tasks, out = run(
+        "proxies_create.yml",
+        inventory,
+        "-e",
+        "@%s" % vaulted,
+        "--vault-password-file",
+        str(vault_password),
+        "-v",
+    )
+    assert rc == 0, out[-3000:]
+    ips = [r["ip"] for r in task(tasks, "Converge the proxies")["results"]]
+    assert len(ips) == len(uids)
+    with origin_server() as origin:
+        for ip in ips:
+            assert fetch_via(ip, 3128, origin)[0] == 407
+            assert fetch_via(ip, 3128, origin, credentials=("crawler", first)) == (200, "hello /via-proxy")
+
+        plain = tmp_path / "auth.yml"  # the same variable from a plain vars file: a rotation
+        plain.write_text(yaml.safe_dump({"egress_proxies_auth": {"username": "crawler", "password": second}}))
+        rc, tasks, out2 = run("proxies_create.yml", inventory, "-e", "@%s" % plain, "-v")
+        assert rc == 0, out2[-3000:]
+        assert task(tasks, "Converge the proxies")["changed"] is True
+        for ip in ips:
+            until(
+                "the rotated password",
+                lambda ip=ip: fetch_via(ip, 3128, origin, credentials=("crawler", second))[0] == 200,
+            )
+            assert fetch_via(ip, 3128, origin, credentials=("crawler", first))[0] == 407
+        rc, tasks, out3 = run("proxies_create.yml", inventory, "-e", "@%s" % plain)
+        assert rc == 0 and task(tasks, "Converge the proxies")["changed"] is False, out3[-3000:]
+    for text in (out, out2, out3):
+        assert first not in text and second not in text
+    rc, _tasks, out = run("proxies_delete.yml", inventory)
+    assert rc == 0, out[-3000:]
