@@ -21,10 +21,11 @@ from .markdown_blocks import ROOT, Block
 # Blocks run for real by another test of this directory: (file, a string the block contains).
 RUN_BY = {
     ("docs/awx.md", "awx.awx.credential_type"): "tests/docs/test_awx_doc_playbooks.py",
-    (
-        "docs/awx.md",
-        'awx.awx.job_template:\n        name: "Egress proxies: ',
-    ): "tests/docs/test_awx_doc_playbooks.py",
+    ("docs/awx.md", "awx.awx.job_template"): "tests/docs/test_awx_doc_playbooks.py",
+    ("README.md", "# /etc/egress-proxies/providers.yaml"): "tests/docs/test_readme_tour.py",
+    ("README.md", "Three proxies, waiting until each serves"): "tests/docs/test_readme_tour.py",
+    ("README.md", "# egress.proxies.yml\nplugin:"): "tests/docs/test_readme_tour.py",
+    ("README.md", "ansible-inventory -i egress.proxies.yml --graph"): "tests/docs/test_readme_tour.py",
 }
 
 
