@@ -93,6 +93,32 @@ def test_the_role_applies_exactly_what_the_kustomizations_reference():
     assert sorted(applied + templated) == sorted(referenced)
 
 
+# The cluster rights a provider type needs from an overlay (the ClusterRole that grants them).
+PROVIDER_RIGHTS = {"kubernetes": "egress-proxies-kubernetes-provider"}
+
+
+@pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "samples"])
+def test_an_overlays_providers_configmap_names_only_providers_whose_rights_it_grants(overlay):
+    """Issue 37: the default install's ConfigMap named a kubernetes provider without its RBAC, so
+    its Proxies could only end Forbidden."""
+    objects = kustomize_render.render(os.path.join(CONFIG, overlay))
+    (configmap,) = [
+        o for o in objects if (o["kind"], o["metadata"]["name"]) == ("ConfigMap", "egress-proxies-providers")
+    ]
+    roles = {o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"}
+    providers = yaml.safe_load(configmap["data"]["providers.yaml"])["providers"]
+    for entry in providers:
+        needed = PROVIDER_RIGHTS.get(entry["type"])
+        assert needed is None or needed in roles, "%s names provider %s (%s) without ClusterRole %s" % (
+            overlay,
+            entry["name"],
+            entry["type"],
+            needed,
+        )
+    if overlay == "with-kubernetes-provider":
+        assert [e["type"] for e in providers] == ["kubernetes"]
+
+
 def test_the_optional_service_monitor_scrapes_the_metrics_service():
     objects = with_component("monitoring")
     (monitor,) = [o for o in objects if o["kind"] == "ServiceMonitor"]
