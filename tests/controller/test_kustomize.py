@@ -240,6 +240,8 @@ def dynamic(kube_admin):
             if exc.status != 404:
                 raise
             core.create_namespace({"metadata": {"name": namespace}})  # kept: other tests use it too
+    # the samples have ProxyPools: their CRD too (kube_admin installs the Proxy CRD only)
+    kube_testlib.apply_proxy_crd(kube_admin, os.path.join(CONFIG, "crd", "crawl.example.com_proxypools.yaml"))
     return DynamicClient(kube_admin)
 
 
@@ -265,13 +267,15 @@ WORKLOAD = {"CustomResourceDefinition", "Deployment", "NetworkPolicy", "Service"
         ("with-kubernetes-provider", WORKLOAD),
         ("ha", WORKLOAD | {"PodDisruptionBudget"}),
         ("namespaced", WORKLOAD | {"RoleBinding", "ClusterRoleBinding"}),
-        ("samples", {"Proxy", "Secret", "ConfigMap"}),
+        ("samples", {"Proxy", "ProxyPool", "Secret"}),
     ],
 )
 def test_every_rendered_object_passes_a_server_side_dry_run(dynamic, overlay, kinds):
     """The samples' Proxies are checked against the real Proxy CRD's schema (kube_admin installs it)."""
     objects = kustomize_render.render(os.path.join(CONFIG, overlay))
     for obj in objects:
+        if overlay == "samples":  # they name no namespace: kubectl's -n gives it
+            obj["metadata"]["namespace"] = "default"
         stored = dry_run_apply(dynamic, obj)
         assert key(stored) == key(obj)
     assert kinds <= {o["kind"] for o in objects}
@@ -288,8 +292,9 @@ def test_the_dry_run_refuses_what_the_schemas_refuse(dynamic):
     (proxy,) = [
         o
         for o in kustomize_render.render(os.path.join(CONFIG, "samples"))
-        if o["metadata"]["name"] == "demo-local"
+        if o["metadata"]["name"] == "demo-kubernetes"
     ]
+    proxy["metadata"]["namespace"] = "default"
     proxy["spec"]["port"] = 70000
     with pytest.raises(Exception, match="port"):
         dry_run_apply(dynamic, proxy)
