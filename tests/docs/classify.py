@@ -26,6 +26,12 @@ RUN_BY = {
     ("README.md", "Three proxies, waiting until each serves"): "tests/docs/test_readme_tour.py",
     ("README.md", "# egress.proxies.yml\nplugin:"): "tests/docs/test_readme_tour.py",
     ("README.md", "ansible-inventory -i egress.proxies.yml --graph"): "tests/docs/test_readme_tour.py",
+    ("docs/inventory.md", "plugin: crawl.egress_proxies.proxies"): "tests/docs/test_readme_tour.py",
+    (
+        "docs/inventory.md",
+        "ansible-playbook -i inventory/egress.proxies.yml",
+    ): "tests/docs/test_readme_tour.py",
+    ("docs/inventory.md", "- name: Every running proxy answers"): "tests/docs/test_readme_tour.py",
 }
 
 
