@@ -35,6 +35,18 @@ RUN_BY = {
 }
 
 
+# How a block that no test runs is checked, for the closing note.
+CHECKED_BY = {
+    "sh": "bash -n",
+    "python": "compile()",
+    "json": "json.loads",
+    "yaml": "YAML parse",
+    "manifest": "its API objects by the API server's dry run (tests/docs/test_manifest_blocks.py)",
+    "providers-file": "the collection's providers-file parser",
+    "playbook": "ansible-playbook --syntax-check",
+}
+
+
 def kind(block: Block) -> str:
     """providers-file, playbook, manifest, yaml, sh, python, json, or text (output, diagrams)."""
     if block.language in ("sh", "bash", "console", "shell"):

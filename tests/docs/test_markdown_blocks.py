@@ -42,8 +42,8 @@ def test_block(block, collections):
     elif what == "text":
         tally.record(block.where, "not checked", "output or diagram (no language)")
     else:
-        why = block.reason or "not yet run by a test"
-        tally.record(block.where, "checked", "%s: %s" % (what, why))
+        why = "%s%s" % (classify.CHECKED_BY[what], "; " + block.reason if block.reason else "")
+        tally.record(block.where, "checked", "%s: %s (not run here)" % (what, why))
 
 
 def test_every_block_run_by_a_test_exists():
