@@ -22,6 +22,7 @@ from .markdown_blocks import ROOT, Block
 RUN_BY = {
     ("docs/awx.md", "awx.awx.credential_type"): "tests/docs/test_awx_doc_playbooks.py",
     ("docs/awx.md", "awx.awx.job_template"): "tests/docs/test_awx_doc_playbooks.py",
+    ("docs/awx.md", "One proxy per line of the survey"): "tests/docs/test_awx_doc_playbooks.py",
     ("README.md", "# /etc/egress-proxies/providers.yaml"): "tests/docs/test_readme_tour.py",
     ("README.md", "Three proxies, waiting until each serves"): "tests/docs/test_readme_tour.py",
     ("README.md", "# egress.proxies.yml\nplugin:"): "tests/docs/test_readme_tour.py",

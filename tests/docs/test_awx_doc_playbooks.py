@@ -14,7 +14,9 @@ import sys
 
 import pytest
 import yaml
-from integration.playbook import COLLECTIONS, ansible_environ
+from contract.local_backend import random_loopback_range
+from integration.local_env import instance_dirs, kill_squids
+from integration.playbook import COLLECTIONS, ansible_environ, run_playbook
 
 from . import awx_stand_in
 from .markdown_blocks import ROOT, blocks
@@ -73,3 +75,59 @@ def test_the_job_templates_playbook_runs_as_written(tmp_path):
     )
     for path in playbooks:
         assert os.path.isfile(os.path.join(ROOT, path)), path
+
+
+@pytest.mark.squid
+def test_the_survey_playbook_runs_under_ansible_runner_as_awx_lays_it_out(tmp_path):
+    """The ad-hoc survey playbook of section 4, run by ansible-runner from a private data directory
+    laid out as AWX lays it (project/, inventory/, env/extravars with the survey's answers,
+    env/envvars with what the providers credential injects), with the local provider and Squid."""
+    import ansible_runner
+
+    (block,) = [b for b in blocks("docs/awx.md") if "One proxy per line of the survey" in b.text]
+    state_dir = tmp_path / "state"
+    providers_file = tmp_path / "providers.yaml"
+    local = {"stateDir": str(state_dir), "addressRange": random_loopback_range()}
+    providers_file.write_text(
+        yaml.safe_dump({"providers": [{"name": "local", "type": "local", "local": local}]})
+    )
+    private = tmp_path / "private"
+    for sub in ("project", "inventory", "env"):
+        (private / sub).mkdir(parents=True)
+    (private / "project" / "survey.yml").write_text(block.text)
+    # AWX's implicit localhost runs the execution environment's Python: here, this venv's
+    (private / "inventory" / "hosts").write_text(
+        "localhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable
+    )
+    answers = {"survey_uids": "team-a-1\n  team-a-2  \n\n", "egress_proxies_provider": "local"}
+    (private / "env" / "extravars").write_text(yaml.safe_dump(answers))
+    environ = ansible_environ(EGRESS_PROXIES_PROVIDERS_FILE=str(providers_file))
+    keys = ("EGRESS_PROXIES_PROVIDERS_FILE", "ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH")
+    (private / "env" / "envvars").write_text(yaml.safe_dump({k: environ[k] for k in keys}))
+    try:
+        run = ansible_runner.run(
+            private_data_dir=str(private),
+            playbook="survey.yml",
+            quiet=True,
+            envvars={"PATH": environ["PATH"]},
+        )
+        assert run.status == "successful", "".join(run.stdout.readlines())[-3000:]
+        assert len(instance_dirs(state_dir)) == 2
+    finally:
+        leftovers = instance_dirs(state_dir)
+        if leftovers:
+            items = [{"id": "local/%s" % name} for name in leftovers]
+            run_playbook(
+                tmp_path,
+                [
+                    {
+                        "crawl.egress_proxies.proxy_instance": {
+                            "provider": "local",
+                            "state": "absent",
+                            "instances": items,
+                        }
+                    }
+                ],
+                module_defaults={"providers_file": str(providers_file)},
+            )
+    assert instance_dirs(state_dir) == [] and kill_squids(state_dir) == []
