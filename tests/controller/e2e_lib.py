@@ -108,10 +108,10 @@ def install_kubernetes_provider_rbac(admin) -> None:
         _apply(admin, doc)
 
 
-def service_account_kubeconfig(admin, cluster, path: str) -> str:
+def service_account_kubeconfig(admin, cluster, path: str, sa: str = SA) -> str:
     token = (
         k8s.CoreV1Api(admin)
-        .create_namespaced_service_account_token(SA, CONTROLLER_NS, {"spec": {"expirationSeconds": 3600}})
+        .create_namespaced_service_account_token(sa, CONTROLLER_NS, {"spec": {"expirationSeconds": 3600}})
         .status.token
     )
     doc = {
@@ -123,8 +123,8 @@ def service_account_kubeconfig(admin, cluster, path: str) -> str:
                 "cluster": {"server": cluster.server, "certificate-authority": cluster.pki["ca_crt"]},
             }
         ],
-        "users": [{"name": SA, "user": {"token": token}}],
-        "contexts": [{"name": "controller", "context": {"cluster": "test", "user": SA}}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": "controller", "context": {"cluster": "test", "user": sa}}],
         "current-context": "controller",
     }
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
