@@ -148,7 +148,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import e
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import MissingLibrary
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
-from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
+from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import export_trust, proxy_hosts
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
 
 SOURCE_NAMES = ("proxies.yml", "proxies.yaml")
@@ -253,9 +253,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if name is None:
             return
         self.inventory.add_host(name, group=base)
-        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, dict(record))
+        plain = export_trust.exportable(dict(record), self.templar.is_possibly_template)
+        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, plain)
         if record["ip"]:
-            self.inventory.set_variable(name, "ansible_host", record["ip"])
+            self.inventory.set_variable(name, "ansible_host", plain["ip"])
         for prefix, value in proxy_hosts.group_keys(record):
             self.inventory.add_child(self._group_name(prefix, value), name)
         variables = self.inventory.get_host(name).get_vars()
