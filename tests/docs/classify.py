@@ -33,6 +33,10 @@ RUN_BY = {
         "ansible-playbook -i inventory/egress.proxies.yml",
     ): "tests/docs/test_readme_tour.py",
     ("docs/inventory.md", "- name: Every running proxy answers"): "tests/docs/test_readme_tour.py",
+    ("README.md", "egress-proxies-controller --version"): "tests/docs/test_local_blocks.py",
+    ("docs/configuration.md", "uid: 2f1c0d4e-demo"): "tests/docs/test_local_blocks.py",
+    ("docs/local-provider.md", "squidBinary: squid"): "tests/docs/test_local_blocks.py",
+    ("docs/modules.md", "group/crawl.egress_proxies.egress_proxies:"): "tests/docs/test_local_blocks.py",
 }
 
 
