@@ -36,6 +36,7 @@ RUN_BY = {
     ("README.md", "egress-proxies-controller --version"): "tests/docs/test_local_blocks.py",
     ("docs/configuration.md", "uid: 2f1c0d4e-demo"): "tests/docs/test_local_blocks.py",
     ("docs/local-provider.md", "squidBinary: squid"): "tests/docs/test_local_blocks.py",
+    ("docs/local-provider.md", '"proxy-operator-managed": "true"'): "tests/docs/test_local_blocks.py",
     ("docs/modules.md", "group/crawl.egress_proxies.egress_proxies:"): "tests/docs/test_local_blocks.py",
 }
 

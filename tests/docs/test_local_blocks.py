@@ -1,6 +1,7 @@
 """Blocks of README.md and docs/ that the local provider lets run for real, taken from the
 Markdown at test time: README's controller commands, docs/configuration.md's inline-providers
-task (a real Squid made, then removed), and docs/local-provider.md's providers file read through
+task (a real Squid made, its record compared with docs/local-provider.md's ``instance.json``,
+then removed), and docs/local-provider.md's providers file read through
 docs/modules.md's ``module_defaults`` by a ``proxy_info`` run.
 
 Only what cannot be used as written is rewritten: a providers file's path, ``stateDir`` and
@@ -9,6 +10,7 @@ Only what cannot be used as written is rewritten: a providers file's path, ``sta
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -49,23 +51,27 @@ def test_readme_controller_commands_run_as_written():
             assert "--providers-file" in proc.stdout  # every flag
 
 
-def test_configuration_inline_providers_task_makes_and_removes_a_proxy(tmp_path):
+def test_configuration_inline_providers_task_makes_the_documented_record_and_removes_it(tmp_path):
+    """docs/configuration.md's task makes a real proxy whose ``instance.json`` has exactly the
+    keys docs/local-provider.md shows, with values of the same kinds; then it is removed."""
     task = yaml.safe_load(_one("docs/configuration.md", "uid: 2f1c0d4e-demo").text)[0]
+    shown = json.loads(_one("docs/local-provider.md", '"proxy-operator-managed": "true"').text)
     args = task["crawl.egress_proxies.proxy_instance"]
     state_dir = tmp_path / "state"
     args["providers"][0]["local"] = _scratch(args["providers"][0]["local"], state_dir)
-    absent = dict(args, state="absent")
     try:
-        run = run_playbook(
-            tmp_path,
-            [
-                dict(task, name="create"),
-                {"name": "delete", "crawl.egress_proxies.proxy_instance": absent},
-            ],
-        )
+        run = run_playbook(tmp_path, [dict(task, name="create")])
         assert run.rc == 0, run.stdout[-3000:]
-        assert run["create"]["changed"] and run["create"]["instance"]["uid"] == "2f1c0d4e-demo"
-        assert run["delete"]["changed"]
+        instance = run["create"]["instance"]
+        assert run["create"]["changed"] and instance["uid"] == "2f1c0d4e-demo"
+        with open(state_dir / "instances" / instance["name"] / "instance.json", encoding="utf-8") as handle:
+            record = json.load(handle)
+        assert sorted(record) == sorted(shown), (sorted(record), sorted(shown))
+        assert {k: type(v) for k, v in record.items()} == {k: type(v) for k, v in shown.items()}
+        assert record["proxy-operator-uid"] == "2f1c0d4e-demo" and record["name"] == instance["name"]
+        absent = dict(args, state="absent")
+        done = run_playbook(tmp_path, [{"name": "delete", "crawl.egress_proxies.proxy_instance": absent}])
+        assert done.rc == 0 and done["delete"]["changed"], done.stdout[-3000:]
         assert instance_dirs(state_dir) == []
     finally:
         kill_squids(state_dir)
