@@ -34,6 +34,7 @@ RUN_BY = {
     ): "tests/docs/test_readme_tour.py",
     ("docs/inventory.md", "- name: Every running proxy answers"): "tests/docs/test_readme_tour.py",
     ("README.md", "egress-proxies-controller --version"): "tests/docs/test_local_blocks.py",
+    ("README.md", "spec: {provider: local, port: 3128}"): "tests/docs/test_readme_proxy.py",
     ("docs/configuration.md", "uid: 2f1c0d4e-demo"): "tests/docs/test_local_blocks.py",
     ("docs/local-provider.md", "squidBinary: squid"): "tests/docs/test_local_blocks.py",
     ("docs/local-provider.md", '"proxy-operator-managed": "true"'): "tests/docs/test_local_blocks.py",
