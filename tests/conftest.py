@@ -47,9 +47,14 @@ def pytest_testnodedown(node, error):
 _FILE_SECONDS = FileSeconds()
 
 
+_DOC_TESTS_RAN = []  # set when a test of tests/docs/ reported (xdist: in the controller too)
+
+
 def pytest_runtest_logreport(report):
     """Every phase's duration, by file (in the xdist controller too: the workers' reports)."""
     _FILE_SECONDS.add(report)
+    if report.nodeid.startswith("tests/docs/") and not _DOC_TESTS_RAN:
+        _DOC_TESTS_RAN.append(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -57,6 +62,12 @@ def pytest_terminal_summary(terminalreporter, config):
     then the slowest test files (tests/file_seconds.py)."""
     for line in _announced() + _WORKER_ANNOUNCED:
         terminalreporter.write_line(line)
+    if _DOC_TESTS_RAN and getattr(config, "workerinput", None) is None:
+        from docs import tally  # the closing note of the documentation tests (issue 37)
+
+        terminalreporter.write_sep("=", "documentation blocks")
+        for line in tally.summary():
+            terminalreporter.write_line(line)
     if getattr(config, "workerinput", None) is None and _FILE_SECONDS.seconds:
         try:
             written = _FILE_SECONDS.write(os.path.join(ROOT, "tests", "output"), list(config.args))

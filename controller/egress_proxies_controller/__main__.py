@@ -275,6 +275,7 @@ def _may_act(elector, sharding):
 
 
 def _executor(args, metrics, may_act, elector, identity):
+    from .runs import identity as run_identity
     from .runs.executor import Executor
 
     executor = Executor(
@@ -289,6 +290,7 @@ def _executor(args, metrics, may_act, elector, identity):
         identity=identity,
         heartbeat=elector.heartbeat if elector is not None else "",
         fork_server=args.ansible_fork_server,
+        identity_env=run_identity.run_environment(args.kubeconfig, args.context),
     )
     metrics.runs_in_flight.set_function(executor.runs_in_flight)
     return executor
@@ -297,6 +299,7 @@ def _executor(args, metrics, may_act, elector, identity):
 def _providers(args, kube, metrics, executor, providers_config) -> tuple:
     """(the providers file as the controller uses it, the reports of its problems)."""
     from .config.lease_reports import LeaseReports
+    from .runs import identity
 
     reports = LeaseReports(
         kube,
@@ -311,6 +314,7 @@ def _providers(args, kube, metrics, executor, providers_config) -> tuple:
         os.path.join(args.work_dir, "config"),
         executor.validate,
         reports.config_problem,
+        describe=lambda entry: identity.describe(entry, executor.identity_env),
     )
     reports.config = config
     return config, reports

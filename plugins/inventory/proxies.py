@@ -255,28 +255,37 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         for message in failed + listing["warnings"]:
             self.display.warning(message)
         base = self.inventory.add_group(proxy_hosts.BASE_GROUP)
-        for record in listing["hosts"]:
+        # Groups and hosts are added in sorted order, which is the order ``--graph`` and
+        # ``--list`` show them in (a provider lists its instances in no particular order).
+        records = sorted(listing["hosts"], key=lambda r: (r["name"], r["provider"], r["uid"], r["id"]))
+        groups = {
+            self._group_name(prefix, value) for r in records for prefix, value in proxy_hosts.group_keys(r)
+        }
+        for group in sorted(groups):
+            self.inventory.add_child(base, self.inventory.add_group(group))
+        for record in records:
             self._add_host(base, record, strict)
 
     def _add_host(self, base: str, record: dict, strict: bool) -> None:
         name = self._host_name(record, strict)
         if name is None:
             return
-        name = template_trust.literal(name)
+        name = template_trust.literal(name, self.templar.is_possibly_template)
         self.inventory.add_host(name, group=base)
-        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, template_trust.literal(dict(record)))
+        plain = template_trust.literal(dict(record), self.templar.is_possibly_template)
+        self.inventory.set_variable(name, proxy_hosts.HOSTVAR, plain)
         if record["ip"]:
-            self.inventory.set_variable(name, "ansible_host", template_trust.literal(record["ip"]))
+            self.inventory.set_variable(name, "ansible_host", plain["ip"])
         for prefix, value in proxy_hosts.group_keys(record):
-            group = self.inventory.add_group(
-                to_safe_group_name("%s_%s" % (prefix, value), force=True, silent=True)
-            )
-            self.inventory.add_child(base, group)
-            self.inventory.add_child(group, name)
+            self.inventory.add_child(self._group_name(prefix, value), name)
         variables = self.inventory.get_host(name).get_vars()
         self._set_composite_vars(self.get_option("compose"), variables, name, strict=strict)
         self._add_host_to_composed_groups(self.get_option("groups"), variables, name, strict=strict)
         self._add_host_to_keyed_groups(self.get_option("keyed_groups"), variables, name, strict=strict)
+
+    @staticmethod
+    def _group_name(prefix: str, value: str) -> str:
+        return to_safe_group_name("%s_%s" % (prefix, value), force=True, silent=True)
 
     def _host_name(self, record: dict, strict: bool):
         """The first of the ``hostnames`` candidates no other instance of this plugin holds yet, or
@@ -321,7 +330,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         fails the source, naming the entry."""
 
         def render(index: int, template: str) -> str:
-            self.templar.available_variables = {proxy_hosts.HOSTVAR: template_trust.literal(record)}
+            self.templar.available_variables = {
+                proxy_hosts.HOSTVAR: template_trust.literal(record, self.templar.is_possibly_template)
+            }
             try:
                 return self.templar.template(template_trust.template(template))
             except Exception as exc:  # any template error, as compose treats its expressions'

@@ -77,9 +77,10 @@ def provider_cluster_role() -> dict:
     return role
 
 
-def apply_proxy_crd(admin: k8s.ApiClient) -> None:
-    """Install the controller's Proxy CRD (idempotent) and wait until it is served."""
-    with open(PROXY_CRD_FILE, encoding="utf-8") as handle:
+def apply_proxy_crd(admin: k8s.ApiClient, path: str = PROXY_CRD_FILE) -> None:
+    """Install the controller's Proxy CRD, or the one at ``path`` (idempotent), and wait until
+    it is served."""
+    with open(path, encoding="utf-8") as handle:
         crd = yaml.safe_load(handle)
     ext = k8s.ApiextensionsV1Api(admin)
     try:
@@ -88,7 +89,7 @@ def apply_proxy_crd(admin: k8s.ApiClient) -> None:
         if exc.status != 409:
             raise
     wait_for(
-        "Proxy CRD established",
+        "%s established" % crd["metadata"]["name"],
         lambda: any(
             c.type == "Established" and c.status == "True"
             for c in ext.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or ()

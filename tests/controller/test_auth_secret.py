@@ -69,6 +69,23 @@ def test_unavailable_credentials_name_the_secret_never_a_value(answer, fragment)
     assert caught.value.reason == api.REASON_SECRET_UNAVAILABLE
 
 
+@pytest.mark.parametrize(
+    "missing",
+    [
+        LookupError("auth Secret ns/creds: Not Found"),
+        LookupError("auth Secret ns/creds has no key 'password'"),
+    ],
+)
+def test_a_missing_secret_or_key_names_the_keys_the_secret_needs(missing):
+    """Issue 37: the message named the Secret but not the keys a user has to put in it."""
+    with pytest.raises(auth_secret.Unavailable) as caught:
+        auth_secret.credentials(_Kube(missing), "ns", "creds")
+    assert str(caught.value) == str(missing) + (
+        "; it needs the keys username and password"
+        " (kubectl create secret generic creds -n ns --from-literal=username=... --from-literal=password=...)"
+    )
+
+
 def test_good_credentials_are_returned():
     got = auth_secret.credentials(_Kube({"username": "crawler", "password": SENTINEL}), "ns", "creds")
     assert got == {"username": "crawler", "password": SENTINEL}

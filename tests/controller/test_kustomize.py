@@ -93,6 +93,32 @@ def test_the_role_applies_exactly_what_the_kustomizations_reference():
     assert sorted(applied + templated) == sorted(referenced)
 
 
+# The cluster rights a provider type needs from an overlay (the ClusterRole that grants them).
+PROVIDER_RIGHTS = {"kubernetes": "egress-proxies-kubernetes-provider"}
+
+
+@pytest.mark.parametrize("overlay", [o for o in OVERLAYS if o != "samples"])
+def test_an_overlays_providers_configmap_names_only_providers_whose_rights_it_grants(overlay):
+    """Issue 37: the default install's ConfigMap named a kubernetes provider without its RBAC, so
+    its Proxies could only end Forbidden."""
+    objects = kustomize_render.render(os.path.join(CONFIG, overlay))
+    (configmap,) = [
+        o for o in objects if (o["kind"], o["metadata"]["name"]) == ("ConfigMap", "egress-proxies-providers")
+    ]
+    roles = {o["metadata"]["name"] for o in objects if o["kind"] == "ClusterRole"}
+    providers = yaml.safe_load(configmap["data"]["providers.yaml"])["providers"]
+    for entry in providers:
+        needed = PROVIDER_RIGHTS.get(entry["type"])
+        assert needed is None or needed in roles, "%s names provider %s (%s) without ClusterRole %s" % (
+            overlay,
+            entry["name"],
+            entry["type"],
+            needed,
+        )
+    if overlay == "with-kubernetes-provider":
+        assert [e["type"] for e in providers] == ["kubernetes"]
+
+
 def test_the_optional_service_monitor_scrapes_the_metrics_service():
     objects = with_component("monitoring")
     (monitor,) = [o for o in objects if o["kind"] == "ServiceMonitor"]
@@ -246,6 +272,8 @@ def dynamic(kube_admin):
             if exc.status != 404:
                 raise
             core.create_namespace({"metadata": {"name": namespace}})  # kept: other tests use it too
+    # the samples have ProxyPools: their CRD too (kube_admin installs the Proxy CRD only)
+    kube_testlib.apply_proxy_crd(kube_admin, os.path.join(CONFIG, "crd", "crawl.example.com_proxypools.yaml"))
     return DynamicClient(kube_admin)
 
 
@@ -271,13 +299,15 @@ WORKLOAD = {"CustomResourceDefinition", "Deployment", "NetworkPolicy", "Service"
         ("with-kubernetes-provider", WORKLOAD),
         ("ha", WORKLOAD | {"PodDisruptionBudget"}),
         ("namespaced", WORKLOAD | {"RoleBinding", "ClusterRoleBinding"}),
-        ("samples", {"Proxy", "Secret", "ConfigMap"}),
+        ("samples", {"Proxy", "ProxyPool", "Secret"}),
     ],
 )
 def test_every_rendered_object_passes_a_server_side_dry_run(dynamic, overlay, kinds):
     """The samples' Proxies are checked against the real Proxy CRD's schema (kube_admin installs it)."""
     objects = kustomize_render.render(os.path.join(CONFIG, overlay))
     for obj in objects:
+        if overlay == "samples":  # they name no namespace: kubectl's -n gives it
+            obj["metadata"]["namespace"] = "default"
         stored = dry_run_apply(dynamic, obj)
         assert key(stored) == key(obj)
     assert kinds <= {o["kind"] for o in objects}
@@ -294,8 +324,9 @@ def test_the_dry_run_refuses_what_the_schemas_refuse(dynamic):
     (proxy,) = [
         o
         for o in kustomize_render.render(os.path.join(CONFIG, "samples"))
-        if o["metadata"]["name"] == "demo-local"
+        if o["metadata"]["name"] == "demo-kubernetes"
     ]
+    proxy["metadata"]["namespace"] = "default"
     proxy["spec"]["port"] = 70000
     with pytest.raises(Exception, match="port"):
         dry_run_apply(dynamic, proxy)

@@ -260,7 +260,10 @@ def test_printer_columns(plural, columns):
     (version,) = crd(plural)["spec"]["versions"]
     found = {c["name"]: c for c in version["additionalPrinterColumns"]}
     ready = '.status.conditions[?(@.type=="Ready")].status'
-    expected = dict(columns, Ready=ready, Age=".metadata.creationTimestamp")
+    expected = dict(columns, Ready=ready)
+    if plural == "proxies":  # issue 37: READY False said nothing of why
+        expected["Reason"] = '.status.conditions[?(@.type=="Ready")].reason'
+    expected["Age"] = ".metadata.creationTimestamp"
     assert list(found) == list(expected)
     for name, json_path in expected.items():
         assert found[name]["jsonPath"] == json_path, name
@@ -376,11 +379,21 @@ def test_proxy_cloud_init_exactly_one_rule_and_port_default():
 # -- samples ----------------------------------------------------------------------------------
 
 
-def sample_proxies() -> list[dict]:
+def sample_files() -> list[str]:
+    """Every sample manifest, relative to controller/config (other-providers/ included)."""
     out = []
-    for name in sorted(os.listdir(os.path.join(CONFIG, "samples"))):
-        out.extend(doc for doc in load("samples/" + name) if doc["kind"] == "Proxy")
+    for directory in ("samples", "samples/other-providers"):
+        for name in sorted(os.listdir(os.path.join(CONFIG, directory))):
+            if name.endswith(".yaml") and name != "kustomization.yaml":
+                out.append("%s/%s" % (directory, name))
     return out
+
+
+def sample_proxies() -> list[dict]:
+    return [doc for rel in sample_files() for doc in load(rel) if doc["kind"] == "Proxy"]
+
+
+OTHER_PROVIDERS_CONFIGMAP = "samples/other-providers/providers_configmap.yaml"
 
 
 def providers_document(rel: str) -> dict:
@@ -390,9 +403,7 @@ def providers_document(rel: str) -> dict:
 
 
 def test_sample_proxies_conform_and_name_sample_providers():
-    entries = {
-        e["name"]: e["type"] for e in providers_document("samples/providers_configmap.yaml")["providers"]
-    }
+    entries = {e["name"]: e["type"] for e in providers_document(OTHER_PROVIDERS_CONFIGMAP)["providers"]}
     types = set()
     for proxy in sample_proxies():
         assert proxy["apiVersion"] == "%s/v1alpha1" % GROUP
@@ -404,16 +415,43 @@ def test_sample_proxies_conform_and_name_sample_providers():
     assert types == {"local", "kubernetes", "gcp", "kvm"}
 
 
+def test_the_applied_samples_work_with_the_kubernetes_install_in_any_namespace_and_overwrite_nothing():
+    """Issue 37: ``kubectl apply -k controller/config/samples`` replaced the install's providers
+    ConfigMap, created Proxies of providers the install has not, and pinned namespace default."""
+    (kustomization,) = load("samples/kustomization.yaml")
+    objects = [doc for rel in kustomization["resources"] for doc in load("samples/" + rel)]
+    install = providers_document("manager/providers_configmap.yaml")  # the default: none
+    assert install["providers"] == []
+    kubernetes_install = {"kubernetes"}  # what with-kubernetes-provider configures
+    assert not [o for o in objects if o["kind"] == "ConfigMap"], (
+        "a sample would replace an install's ConfigMap"
+    )
+    for obj in objects:
+        assert "namespace" not in obj["metadata"], obj["metadata"]["name"]
+        spec = obj.get("spec", {})
+        provider = spec.get("provider") or spec.get("template", {}).get("provider")
+        if obj["kind"] in ("Proxy", "ProxyPool"):
+            assert provider in kubernetes_install, obj["metadata"]["name"]
+    pools = [o for o in objects if o["kind"] == "ProxyPool"]
+    assert sorted("auth" in p["spec"]["template"] for p in pools) == [False, True]
+    secrets = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Secret"}
+    for pool in pools:
+        ref = pool["spec"]["template"].get("auth", {}).get("secretRef", {}).get("name")
+        assert ref is None or set(secrets[ref]["stringData"]) == {"username", "password"}
+    other = sorted(os.listdir(os.path.join(CONFIG, "samples", "other-providers")))
+    assert "kustomization.yaml" not in other  # nothing applies them by accident
+
+
 def test_kvm_sample_secret_holds_the_referenced_key():
-    secret = one("samples/proxy_kvm_secret.yaml", "Secret")
-    proxy = one("samples/proxy_kvm.yaml", "Proxy")
+    secret = one("samples/other-providers/proxy_kvm_secret.yaml", "Secret")
+    proxy = one("samples/other-providers/proxy_kvm.yaml", "Proxy")
     ref = proxy["spec"]["cloudInit"]["secretRef"]
     assert secret["metadata"]["name"] == ref["name"]
-    assert secret["metadata"]["namespace"] == proxy["metadata"]["namespace"]
+    assert "namespace" not in secret["metadata"] and "namespace" not in proxy["metadata"]
     assert ref["key"] in secret["stringData"]
 
 
-@pytest.mark.parametrize("rel", ["samples/providers_configmap.yaml", "manager/providers_configmap.yaml"])
+@pytest.mark.parametrize("rel", [OTHER_PROVIDERS_CONFIGMAP, "manager/providers_configmap.yaml"])
 def test_providers_configmaps_parse(rel):
     from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
     from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config
@@ -427,7 +465,7 @@ def test_providers_configmaps_parse(rel):
     registered = [e for e in entries if registry.lookup(e["type"]) is not None]
     parsed = config.parse(dict(document, providers=registered))
     assert parsed.names() == tuple(e["name"] for e in registered)
-    if rel.startswith("samples/"):
+    if rel == OTHER_PROVIDERS_CONFIGMAP:
         assert set(registry.type_names()) <= {e["type"] for e in entries}
         assert {e["type"] for e in entries} == {"local", "kubernetes", "gcp", "kvm", "kvm2"}
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
 from egress_proxies_controller.kube.client import Kube
+from egress_proxies_controller.pool.auth import PoolAuth
 from egress_proxies_controller.pool.kube_calls import METADATA_ONLY, PoolKube
+from egress_proxies_controller.pool.model import Pool
 from kubernetes import client as k8s
 
 SENTINEL = "Sentinel-pool-secret-version"
@@ -52,3 +55,36 @@ def test_the_version_read_carries_no_value(kube_admin, kube_namespace):
     body = json.loads(answer)
     assert body["kind"] == "PartialObjectMetadata" and "data" not in body
     assert base64.b64encode(SENTINEL.encode()) not in answer and SENTINEL.encode() not in answer
+
+
+def _pool(namespace: str) -> Pool:
+    return Pool.from_object(
+        {
+            "metadata": {"name": "web", "namespace": namespace, "uid": "u-web", "generation": 1},
+            "spec": {
+                "replicas": 1,
+                "template": {"provider": "local", "auth": {"secretRef": {"name": "creds"}}},
+            },
+        }
+    )
+
+
+def test_a_missing_pool_secret_or_key_names_the_keys_it_needs(kube_admin, kube_namespace):
+    """Issue 37: a ProxyPool's missing auth Secret (or key) said what was missing but not what the
+    Secret must hold, as the Proxy's message does (tests/controller/test_auth_secret.py)."""
+    auth, core = PoolAuth(PoolKube(Kube(kube_admin))), k8s.CoreV1Api(kube_admin)
+    needs = (
+        "; it needs the keys username and password (kubectl create secret generic creds -n %s"
+        " --from-literal=username=... --from-literal=password=...)" % kube_namespace
+    )
+    with pytest.raises(LookupError) as caught:
+        auth.current(_pool(kube_namespace))
+    assert str(caught.value) == "auth Secret %s/creds: Not Found%s" % (kube_namespace, needs)
+    only_username = {
+        "metadata": {"name": "creds"},
+        "data": {"username": base64.b64encode(b"crawler").decode()},
+    }
+    core.create_namespaced_secret(kube_namespace, only_username)
+    with pytest.raises(LookupError) as caught:
+        auth.current(_pool(kube_namespace))
+    assert str(caught.value) == "auth Secret %s/creds has no key 'password'%s" % (kube_namespace, needs)

@@ -136,6 +136,8 @@ def test_unconfigured_provider_latches_without_any_call(r):
     assert cond(step.status, api.COND_PERMANENT)["status"] == "True"
     assert cond(step.status, api.COND_PERMANENT)["reason"] == api.REASON_PROVIDER_NOT_CONFIGURED
     assert "missing" in cond(step.status, api.COND_READY)["message"]
+    # issue 37: the Reason column (Ready's reason) says why, not only PermanentError
+    assert cond(step.status, api.COND_READY)["reason"] == api.REASON_PROVIDER_NOT_CONFIGURED
     assert step.requeue_after is None and not step.backoff
 
 

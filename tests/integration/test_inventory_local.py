@@ -122,6 +122,20 @@ def test_graph_shows_the_groups_under_proxies(fleet, tmp_path):
     assert lines[start + 1 : start + 2] == ["  |  |  |--%s" % by_provider(fleet, "loc-b")[0]]
 
 
+def test_graph_shows_groups_and_hosts_sorted(fleet, tmp_path):
+    """Issue 37: ``--graph`` showed hosts and groups in the providers' listing order."""
+    source = cli.write_source(tmp_path, providers_file=fleet["providers_file"])
+    run = cli.inventory(source, "--graph")
+    assert run.rc == 0, run.stderr
+    lines = run.stdout.splitlines()
+    start = lines.index("  |--@proxies:")
+    children = [line[len("  |  |--@") : -1] for line in lines[start + 1 :] if line.startswith("  |  |--@")]
+    assert children == sorted(children) and len(children) == 4, run.stdout
+    group_hosts = [line[len("  |  |  |--") :] for line in lines[lines.index("  |  |--@state_running:") + 1 :]]
+    running = group_hosts[: len(fleet["instances"])]
+    assert running == sorted(fleet["instances"]), run.stdout
+
+
 def test_providers_selects_a_subset_and_an_unknown_name_fails(fleet, tmp_path):
     source = cli.write_source(tmp_path, providers_file=fleet["providers_file"], providers=["loc-b"])
     run = cli.inventory(source)
@@ -304,7 +318,8 @@ def test_hostnames_without_a_value_or_with_a_failing_template_fall_back_with_a_w
     assert "hostnames[0]: '{{ egress_proxies.nosuch }}' failed for loc-a's instance" in lenient.stderr
     strict = cli.inventory(cli.write_source(tmp_path, "strict.proxies.yml", strict=True, **options))
     assert strict.rc != 0
-    assert "hostnames[0]: '{{ egress_proxies.nosuch }}' failed for loc-a's instance" in strict.stderr
+    # the first instance in host order (sorted by name) fails the source, whichever provider's
+    assert "hostnames[0]: '{{ egress_proxies.nosuch }}' failed for loc-" in strict.stderr
 
 
 def test_hostnames_a_name_already_taken_moves_the_instance_to_its_next_preference(fleet, tmp_path):

@@ -1,5 +1,5 @@
-"""The gcp sample (controller/config/samples/proxy_gcp.yaml) works as written: its image is one
-docs/gcp-provider.md documents to run cloud-init (a Debian image would ignore the user-data, so
+"""The gcp sample (controller/config/samples/other-providers/proxy_gcp.yaml) works as written: its
+image is one docs/gcp-provider.md documents to run cloud-init (a Debian image would ignore the user-data, so
 Squid would never be installed), and created through the controller's own translation of a
 Proxy into module fields, with the sample providers ConfigMap's gcp block, against the local
 Compute Engine fake with the real google-cloud-compute client, the VM gets exactly that image
@@ -24,7 +24,7 @@ from .playbook import ROOT, run_playbook
 
 pytestmark = [pytest.mark.playbook]
 
-SAMPLES = os.path.join(ROOT, "controller", "config", "samples")
+SAMPLES = os.path.join(ROOT, "controller", "config", "samples", "other-providers")
 # The image projects docs/gcp-provider.md says run cloud-init ("Ubuntu cloud images do").
 CLOUD_INIT_PROJECTS = {"ubuntu-os-cloud"}
 NO_CLOUD_INIT_PROJECTS = {"debian-cloud"}

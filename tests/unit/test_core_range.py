@@ -115,7 +115,8 @@ def test_a_backend_value_stays_literal_and_the_plugins_own_template_renders():
 
     hostile = "{{ lookup('pipe', 'id') }}"
     templar = Templar(loader=DataLoader())
-    templar.available_variables = {"v": template_trust.literal({"name": hostile, "labels": [hostile]})}
+    value = {"name": hostile, "labels": [hostile]}
+    templar.available_variables = {"v": template_trust.literal(value, templar.is_possibly_template)}
     assert (
         templar.template(template_trust.template("{{ v.name }}|{{ v.labels[0] }}")) == hostile + "|" + hostile
     )

@@ -125,6 +125,35 @@ def test_create_into_a_missing_namespace_is_permanent(tmp_path):
         server.close()
 
 
+def test_a_forbidden_names_what_grants_the_providers_rights(tmp_path):
+    """Issue 37: the default install's Proxy ended PermanentError "cannot get resource pods" and
+    nothing named the overlay that grants the rights."""
+    body = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "Forbidden",
+            "message": 'pods "proxy-a" is forbidden: User "system:serviceaccount:ns:sa" cannot get resource'
+            ' "pods"',
+            "details": {"name": "proxy-a", "kind": "pods"},
+            "code": 403,
+        }
+    ).encode()
+    server = NotFoundServer(body, "application/json", status=403)
+    path = str(tmp_path / "kubeconfig")
+    write_kubeconfig(path, server.endpoint)
+    p = provider(tmp_path, kubeconfig=path)
+    try:
+        err = raised(lambda: p.get("crawl/proxy-a", Deadline(5)))
+    finally:
+        server.close()
+    assert err.error_class == errors.PERMANENT
+    assert 'cannot get resource "pods"' in str(err)
+    assert "controller/config/with-kubernetes-provider" in str(err)
+    assert "controller_kubernetes_provider_rbac" in str(err)
+
+
 def test_a_hanging_exec_credential_plugin_is_bounded_by_the_deadline(tmp_path):
     """Issue 15: loading the kubeconfig runs its exec plugin with no timeout of its own; a plugin
     that hangs held the call (and the batch worker) forever. It is abandoned at the deadline."""

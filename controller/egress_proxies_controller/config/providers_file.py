@@ -107,8 +107,9 @@ class ProvidersConfig:
     problems they find, and raises when it could not run (then the file is tried again later).
     """
 
-    def __init__(self, path: str, private_dir: str, validate, report=None, clock=time.time):
+    def __init__(self, path: str, private_dir: str, validate, report=None, clock=time.time, describe=None):
         self.path = path
+        self._describe = describe  # entry -> the identity it acts as (runs/identity.py), logged
         self.private_dir = private_dir
         self._validate = validate
         self._report = report or (lambda error: None)  # called once per new problem, "" when fixed
@@ -187,6 +188,8 @@ class ProvidersConfig:
         self.in_use, self.names, self.digests = candidate, names, digests
         self.entries = entries_of(data)
         log.info("providers file %s in use: providers %s", self.path, ", ".join(names) or "none")
+        for name in sorted(self.changed & set(self.entries)) if self._describe else ():
+            log.info("provider %s acts as %s", name, self._describe(self.entries[name]))
         if self.error:
             self.error = ""
             self._report("")

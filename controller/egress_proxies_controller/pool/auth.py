@@ -96,7 +96,10 @@ class PoolAuth:
         if not source:
             return "", None
         self._versions.pop(pool.uid, None)
-        (username, password), version = self.kube.auth_source(pool.namespace, source)
+        try:
+            (username, password), version = self.kube.auth_source(pool.namespace, source)
+        except LookupError as exc:  # missing Secret or key: say what the Secret must hold
+            raise LookupError("%s; %s" % (exc, auth_secret.needs(pool.namespace, source))) from None
         why = auth_secret.problem(username, password)
         if why:
             raise LookupError("auth Secret %s/%s: %s" % (pool.namespace, source, why))

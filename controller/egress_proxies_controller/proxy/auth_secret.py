@@ -25,6 +25,11 @@ from .. import api
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import proxy_auth
 
 KEYS = ("username", "password")
+# What a missing Secret or key message adds, so the user can make the Secret without the docs.
+_NEEDS = (
+    "it needs the keys username and password "
+    "(kubectl create secret generic %s -n %s --from-literal=username=... --from-literal=password=...)"
+)
 # How each fault reads after "key <name>" in a Condition or Event: the key, never its value.
 _WORDS = {
     "username": {
@@ -61,12 +66,17 @@ def problem(username: str, password: str) -> str:
     return ""
 
 
+def needs(namespace: str, name: str) -> str:
+    """What a missing Secret or key message adds (a Proxy's or a ProxyPool's)."""
+    return _NEEDS % (name, namespace)
+
+
 def credentials(kube, namespace: str, name: str) -> dict:
     """``{"username", "password"}`` of the Secret, or ``LookupError`` saying what is wrong."""
     try:
         values = kube.secret_values(namespace, name, KEYS, what="auth")
-    except LookupError as exc:
-        raise Unavailable(str(exc)) from None
+    except LookupError as exc:  # missing Secret or key: say what the Secret must hold
+        raise Unavailable("%s; %s" % (exc, needs(namespace, name))) from None
     except Exception as exc:  # API timeouts, connection errors: this Proxy retries
         raise Unavailable("auth Secret %s/%s: %s" % (namespace, name, type(exc).__name__)) from None
     why = problem(values["username"], values["password"])

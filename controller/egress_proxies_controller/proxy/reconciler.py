@@ -184,7 +184,15 @@ class Reconciler:
                 "provider %r is not in the providers file: add it there or fix spec.provider"
                 % proxy.spec.provider
             )
-            return self._latch(proxy, step, api.REASON_PROVIDER_NOT_CONFIGURED, message, proxy.generation)
+            # Ready says the same reason, so `kubectl get proxies` (its Reason column) tells why
+            return self._latch(
+                proxy,
+                step,
+                api.REASON_PROVIDER_NOT_CONFIGURED,
+                message,
+                proxy.generation,
+                ready_reason=api.REASON_PROVIDER_NOT_CONFIGURED,
+            )
         if latched and latched.get("status") == "True":
             status["conditions"] = conditions.set_condition(
                 conds, api.COND_PERMANENT, False, "Released", "", proxy.generation, self._now()
@@ -674,7 +682,9 @@ class Reconciler:
         )
         return Step(status=status, backoff=True)
 
-    def _latch(self, proxy, step: Step, reason: str, message: str, gen: int) -> Step:
+    def _latch(
+        self, proxy, step: Step, reason: str, message: str, gen: int, ready_reason: str = "PermanentError"
+    ) -> Step:
         status = dict(proxy.status)
         now = self._now()
         status["conditions"] = conditions.set_condition(
@@ -688,7 +698,7 @@ class Reconciler:
             now,
         )
         status["conditions"] = conditions.set_condition(
-            status["conditions"], api.COND_READY, False, "PermanentError", message, gen, now
+            status["conditions"], api.COND_READY, False, ready_reason, message, gen, now
         )
         status["observedGeneration"] = gen
         step.status = status

@@ -73,8 +73,11 @@ class Executor:
         heartbeat: str = "",
         renew_deadline: float = 10.0,
         fork_server: bool = True,
+        identity_env: dict | None = None,
     ):
         self.work_dir = work_dir
+        # The controller's --kubeconfig/--context as K8S_AUTH_* (identity.py): one identity.
+        self.identity_env = dict(identity_env or {})
         self.providers_file = providers_file
         self.run_timeout = run_timeout
         self.call_timeout = call_timeout
@@ -231,6 +234,7 @@ class Executor:
                 "MAX_EVENT_RES": str(MAX_EVENT_RES),
                 "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
             }
+            envvars.update(self.identity_env)
             if self.collections_path:
                 envvars["ANSIBLE_COLLECTIONS_PATH"] = self.collections_path
             started, started_at = time.monotonic(), time.time()

@@ -49,6 +49,13 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.kub
 )
 
 DEFAULT_NAMESPACE = "default"
+# What a Forbidden adds: where this provider's rights come from (docs/kubernetes-provider.md).
+RBAC_HINT = (
+    "; the kubernetes provider needs rights on Pods and ConfigMaps: in the controller, install"
+    " controller/config/with-kubernetes-provider (the component rbac/kubernetes-provider) or set the"
+    " controller role's controller_kubernetes_provider_rbac; elsewhere, grant them to the kubeconfig's"
+    " identity"
+)
 LIST_PAGE_SIZE = 500
 
 log = logging.getLogger("crawl.egress_proxies.providers.kubernetes")
@@ -127,6 +134,8 @@ class KubernetesProvider(contract.Provider, contract.Checker, ErrorSeam):
                 message,
             )
             cause = "%s %s: %s" % (code, reason, message or ("no Status body" if code else exc))
+            if code == 403 and cls == errors.PERMANENT:
+                cause += RBAC_HINT
             err = errors.wrap(cls, op, self.name, provider_id, cause)
             err.__cause__ = exc  # the SDK error stays reachable
             return err

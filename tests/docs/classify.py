@@ -1,0 +1,150 @@
+"""What a documentation block is, and how far this machine can check it without running it.
+
+The checks are the parts' own validators: a providers file goes through the collection's
+``providers_file.parse``, a playbook through ``ansible-playbook --syntax-check``, a shell block
+through ``bash -n``, Python through ``compile``. Blocks that a test runs for real
+(``RUN_BY``) are counted as run there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+from .markdown_blocks import ROOT, Block
+
+# Blocks run for real by another test of this directory: (file, a string the block contains).
+RUN_BY = {
+    ("docs/awx.md", "awx.awx.credential_type"): "tests/docs/test_awx_doc_playbooks.py",
+    ("docs/awx.md", "awx.awx.job_template"): "tests/docs/test_awx_doc_playbooks.py",
+    ("docs/awx.md", "One proxy per line of the survey"): "tests/docs/test_awx_doc_playbooks.py",
+    ("README.md", "# /etc/egress-proxies/providers.yaml"): "tests/docs/test_readme_tour.py",
+    ("README.md", "Three proxies, waiting until each serves"): "tests/docs/test_readme_tour.py",
+    ("README.md", "# egress.proxies.yml\nplugin:"): "tests/docs/test_readme_tour.py",
+    ("README.md", "ansible-inventory -i egress.proxies.yml --graph"): "tests/docs/test_readme_tour.py",
+    ("docs/inventory.md", "plugin: crawl.egress_proxies.proxies"): "tests/docs/test_readme_tour.py",
+    (
+        "docs/inventory.md",
+        "ansible-playbook -i inventory/egress.proxies.yml",
+    ): "tests/docs/test_readme_tour.py",
+    ("docs/inventory.md", "- name: Every running proxy answers"): "tests/docs/test_readme_tour.py",
+    ("README.md", "egress-proxies-controller --version"): "tests/docs/test_local_blocks.py",
+    ("README.md", "spec: {provider: local, port: 3128}"): "tests/docs/test_readme_proxy.py",
+    ("docs/configuration.md", "uid: 2f1c0d4e-demo"): "tests/docs/test_local_blocks.py",
+    ("docs/local-provider.md", "squidBinary: squid"): "tests/docs/test_local_blocks.py",
+    ("docs/local-provider.md", '"proxy-operator-managed": "true"'): "tests/docs/test_local_blocks.py",
+    ("docs/modules.md", "group/crawl.egress_proxies.egress_proxies:"): "tests/docs/test_local_blocks.py",
+}
+
+
+# How a block that no test runs is checked, for the closing note.
+CHECKED_BY = {
+    "sh": "bash -n",
+    "python": "compile()",
+    "json": "json.loads",
+    "yaml": "YAML parse",
+    "manifest": "its API objects by the API server's dry run (tests/docs/test_manifest_blocks.py)",
+    "providers-file": "the collection's providers-file parser",
+    "playbook": "ansible-playbook --syntax-check",
+}
+
+
+def kind(block: Block) -> str:
+    """providers-file, playbook, manifest, yaml, sh, python, json, or text (output, diagrams)."""
+    if block.language in ("sh", "bash", "console", "shell"):
+        return "sh"
+    if block.language in ("python", "json"):
+        return block.language
+    if block.language in ("yaml", "yml"):
+        try:
+            documents = [d for d in yaml.safe_load_all(block.text) if d is not None]
+        except yaml.YAMLError:
+            return "yaml"
+        if len(documents) == 1 and isinstance(documents[0], dict) and "providers" in documents[0]:
+            return "providers-file"
+        if documents and all(isinstance(d, list) and d and all("hosts" in p for p in d) for d in documents):
+            return "playbook"
+        if documents and all(isinstance(d, dict) and "apiVersion" in d and "kind" in d for d in documents):
+            return "manifest"
+        return "yaml"
+    return "text"
+
+
+def run_by(block: Block) -> str:
+    """The test that runs this block for real, or ``""``."""
+    for (path, needle), test in RUN_BY.items():
+        if block.path == path and needle in block.text:
+            return test
+    return ""
+
+
+def check(block: Block, what: str, collections: str) -> str:
+    """Validate a block without running it; returns ``""`` or the problem."""
+    if what == "sh":
+        proc = subprocess.run(["bash", "-n"], input=block.text, capture_output=True, text=True, check=False)
+        return proc.stderr.strip()
+    if what == "python":
+        try:
+            compile(block.text, block.where, "exec")
+        except SyntaxError as exc:
+            return str(exc)
+        return ""
+    if what == "json":
+        try:
+            json.loads(block.text)
+        except ValueError as exc:
+            return str(exc)
+        return ""
+    if what in ("yaml", "manifest"):
+        try:
+            list(yaml.safe_load_all(block.text))
+        except yaml.YAMLError as exc:
+            return str(exc)
+        return ""
+    if what == "providers-file":
+        return _providers_file_problem(block)
+    if what == "playbook":
+        return _syntax_check(block, collections)
+    return ""
+
+
+def _providers_file_problem(block: Block) -> str:
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
+
+    try:
+        providers_file.parse(yaml.safe_load(block.text), block.where)
+    except errors.ConfigError as exc:
+        return str(exc)
+    return ""
+
+
+def _syntax_check(block: Block, collections: str) -> str:
+    playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    with tempfile.TemporaryDirectory(prefix="i37-docs-block-") as scratch:
+        path = os.path.join(scratch, "block.yml")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(block.text)
+        environ = dict(
+            os.environ,
+            ANSIBLE_COLLECTIONS_PATH=collections,
+            ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
+            ANSIBLE_ROLES_PATH=os.path.join(ROOT, "roles"),
+            ANSIBLE_NOCOLOR="1",
+            ANSIBLE_LOCALHOST_WARNING="false",
+            ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+        )
+        proc = subprocess.run(
+            [playbook_bin, "--syntax-check", path],
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=120,
+            check=False,
+        )
+    return "" if proc.returncode == 0 else (proc.stdout + proc.stderr)[-1500:]

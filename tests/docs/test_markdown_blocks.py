@@ -1,0 +1,44 @@
+"""Every fenced block of README.md and docs/*.md, taken from the Markdown at test time (issue 37).
+
+A block that a test of this directory runs for real is counted as run there; every other one is
+checked by the validator of what it is (tests/docs/classify.py): a doc change that breaks a
+playbook's syntax, a providers file's schema, a shell command's syntax, a manifest's or a YAML
+file's parse, or a Python example's syntax fails here. ``<!-- doc-test: skip: reason -->``
+before a block leaves it out, with the reason in the closing note.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from . import awx_stand_in, classify, tally
+from .markdown_blocks import ROOT, all_blocks
+
+BLOCKS = all_blocks()
+
+
+@pytest.fixture(scope="module")
+def collections(tmp_path_factory) -> str:
+    """The venv's collections, after the awx.awx stand-in the AWX playbooks name."""
+    stand_in = awx_stand_in.install(tmp_path_factory.mktemp("i37-docs-awx"))
+    return "%s:%s" % (stand_in, os.path.join(ROOT, ".venv", "collections"))
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
+def test_block(block, collections):
+    if block.marker == "skip":
+        assert block.reason, "%s: a doc-test skip marker needs a reason" % block.where
+        return
+    assert block.marker in ("", "check-only"), "%s: unknown doc-test marker %r" % (block.where, block.marker)
+    what = classify.kind(block)
+    problem = classify.check(block, what, collections)
+    assert not problem, "%s (%s): %s" % (block.where, what, problem)
+    assert tally.outcome(block)[0] in ("ran", "checked", "not checked")
+
+
+def test_every_block_run_by_a_test_exists():
+    """A RUN_BY entry whose block left the docs would count a block that is no longer run."""
+    for (path, needle), test in classify.RUN_BY.items():
+        assert any(b.path == path and needle in b.text for b in BLOCKS), (path, needle, test)
