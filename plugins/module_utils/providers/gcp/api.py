@@ -107,8 +107,9 @@ class ComputeAPI:
                 self._credentials = service_account.Credentials.from_service_account_file(
                     self.credentials_file, scopes=list(SCOPES)
                 )
-            except (OSError, ValueError) as exc:
-                # The message names the file, never its content.
+            except (OSError, ValueError, AttributeError, TypeError) as exc:
+                # The message names the file, never its content. google-auth reads any JSON
+                # document: an array or a string fails as AttributeError, not ValueError.
                 raise CredentialsProblem(
                     "credentialsFile %s is not a readable service-account key: %s"
                     % (self.credentials_file, type(exc).__name__)
