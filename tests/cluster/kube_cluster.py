@@ -22,13 +22,14 @@ import json
 import os
 import random
 import signal
-import socket
 import ssl
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+
+from listen_ports import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD_SCRIPT = os.path.join(HERE, "build.sh")
@@ -56,12 +57,6 @@ def ensure_binaries() -> str:
     if took > 5:
         say("control plane binaries ready in %.0fs: %s" % (took, bindir))
     return bindir
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- certificates and keys --------------------------------------------------------------------

@@ -20,12 +20,12 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import uuid
 
 import libvirt
+from listen_ports import free_port
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata
 from contract import hypervisor_probe, leftovers, machine_lock, pids, readiness
@@ -47,12 +47,6 @@ def unmarked_domain_xml(name: str, domain_type: str = "qemu", memory_mib: int = 
 SSHD = "/usr/sbin/sshd"
 
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _children(pid: int) -> list:

@@ -19,10 +19,10 @@ import os
 import random
 import shutil
 import signal
-import socket
 import time
 
 import squid_procs
+from listen_ports import free_port
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
@@ -48,12 +48,6 @@ def random_loopback_range() -> str:
     rng = random.SystemRandom()
     second = rng.choice([x for x in range(1, 255) if x != 77])
     return "127.%d.%d.0/24" % (second, rng.randrange(0, 256))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class LocalBackend:

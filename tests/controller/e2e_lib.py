@@ -14,7 +14,6 @@ import glob
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import yaml
 from cluster import kube_testlib
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
+from listen_ports import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "controller", "config")
@@ -145,10 +145,12 @@ def controller_api(kube_admin):
     return kube_admin
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# Below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default): a
+# port the kernel hands out for port 0 is also handed to outgoing connections, so one chosen that
+# way can be taken before the controller binds it (seen: "--metrics-addr: cannot listen ...:
+# Address already in use" while the version matrix ran beside the suite). A port below it is
+# taken only by a listener that names it.
+_LISTEN_PORTS = range(20000, 32768)
 
 
 @functools.cache

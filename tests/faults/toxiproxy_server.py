@@ -9,7 +9,7 @@ import time
 import urllib.error
 
 from contract import pids
-from contract.local_backend import free_port
+from listen_ports import free_port
 
 from faults.toxiproxy import Toxiproxy
 

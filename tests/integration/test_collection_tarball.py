@@ -73,6 +73,8 @@ EXCLUDED = (
     "tests/roles/",
     "tests/faults/",
     "tests/matrix/",
+    "tests/docs/",
+    "tests/listen_ports.py",
     "tests/conftest.py",
     "tests/sanity/",
     "changelogs/.plugin-cache.yaml",

@@ -42,9 +42,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, ".venv", "collections")]
 
 from contract import hypervisor_probe, leftovers, machine_lock, pids, readiness  # noqa: E402
-from contract.libvirt_host import NAMESPACE_WRAPPER, SSHD, LibvirtHost, free_port, make_image  # noqa: E402
+from contract.libvirt_host import NAMESPACE_WRAPPER, SSHD, LibvirtHost, make_image  # noqa: E402
 from guest import build_image  # noqa: E402
 from guest import network as guest_network  # noqa: E402
+from listen_ports import free_port  # noqa: E402
 
 POOL = "egress-molecule"
 IMAGES = ("base.qcow2", "guest.qcow2")  # served as /<name>

@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import pytest
-from contract.local_backend import free_port
+from listen_ports import free_port
 from proxy_traffic import fetch_via, origin_server
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import cloud_init_auth, proxy_auth
