@@ -29,7 +29,7 @@ def outcome(block: Block) -> tuple:
 def summary() -> list[str]:
     """One line with the counts, then each reason with how many blocks it covers."""
     outcomes = [outcome(block) for block in all_blocks()]
-    counts = collections.Counter(what for what, _ in outcomes)
+    counts = collections.Counter(outcome[0] for outcome in outcomes)
     lines = [
         "documentation blocks: %d ran, %d checked only, %d not checked"
         % (counts["ran"], counts["checked"], counts["not checked"])

@@ -38,7 +38,7 @@ def dynamic(kube_admin):
     for name in ("crawl.example.com_proxies.yaml", "crawl.example.com_proxypools.yaml"):
         kube_testlib.apply_proxy_crd(kube_admin, os.path.join(CRDS, name))
     core = k8s.CoreV1Api(kube_admin)
-    for namespace in {o["metadata"].get("namespace", "default") for _, o in OBJECTS}:
+    for namespace in {pair[1]["metadata"].get("namespace", "default") for pair in OBJECTS}:
         try:
             core.read_namespace(namespace)
         except k8s.ApiException as exc:
@@ -48,7 +48,7 @@ def dynamic(kube_admin):
     return DynamicClient(kube_admin)
 
 
-@pytest.mark.parametrize(("where", "obj"), OBJECTS, ids=[w for w, _ in OBJECTS])
+@pytest.mark.parametrize(("where", "obj"), OBJECTS, ids=[pair[0] for pair in OBJECTS])
 def test_the_api_server_accepts_the_documented_object(dynamic, where, obj):
     resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     stored = resource.server_side_apply(

@@ -33,8 +33,10 @@ def _kubeconfig(path: str | None, context: str | None) -> str:
     )
 
 
-def describe(entry: dict, run_env: dict, environ=os.environ) -> str:
-    """Which identity the provider ``entry`` (of the providers file) acts as, in words."""
+def describe(entry: dict, run_env: dict, environ=None) -> str:
+    """Which identity the provider ``entry`` (of the providers file) acts as, in words
+    (``environ``: the controller's environment, ``os.environ`` unless a test gives one)."""
+    environ = os.environ if environ is None else environ
     if entry.get("type") != "kubernetes":
         return "the credentials its %s block names" % entry.get("type")
     block = entry.get("kubernetes") or {}
