@@ -446,12 +446,13 @@ class Pod:
 
 
 def test_the_installed_controller_runs_as_the_deployment_says(installed, kube_cluster, kube_admin, tmp_path):
-    # The providers file a user puts into their overlay: the default ConfigMap's kubernetes
-    # provider (in-cluster configuration, the Proxy's namespace) plus a local one at its defaults
-    # (stateDir under HOME's volume, 127.77.0.0/16 in the Pod's own network namespace).
+    # The providers file a user puts into their overlay: the kubernetes provider of
+    # with-kubernetes-provider's ConfigMap (in-cluster configuration, the Proxy's namespace) plus
+    # a local one at its defaults (stateDir under HOME's volume, 127.77.0.0/16 in the Pod's own
+    # network namespace).
     (configmap,) = [
         o
-        for o in kustomize_render.render(os.path.join(e2e_lib.CONFIG, "default"))
+        for o in kustomize_render.render(os.path.join(e2e_lib.CONFIG, "with-kubernetes-provider"))
         if o["kind"] == "ConfigMap"
     ]
     providers = yaml.safe_load(configmap["data"]["providers.yaml"])

@@ -9,6 +9,7 @@ import json
 
 from egress_proxies_controller.pool import controller as pool_reconciler
 from egress_proxies_controller.pool.model import POOL_FINALIZER
+from egress_proxies_controller.proxy import auth_secret
 
 from .pool_fakes import UID, controller, make_ready, pool_obj, tick
 
@@ -237,7 +238,12 @@ def test_an_unreadable_auth_secret_changes_no_member_and_says_so_once():
     tick(ctl)
     tick(ctl)
     assert ctl.pools.created == [] and ctl.pools.deleted == []
-    assert said == [("PublishFailed", "members not changed: auth Secret ns/creds: Not Found")]
+    assert said == [
+        (
+            "PublishFailed",
+            "members not changed: auth Secret ns/creds: Not Found; " + auth_secret.needs("ns", "creds"),
+        )
+    ]
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "bad\npass")}
     tick(ctl)
     assert ctl.pools.created == []

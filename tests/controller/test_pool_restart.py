@@ -13,6 +13,7 @@ import pytest
 from egress_proxies_controller.kube import conditions
 from egress_proxies_controller.pool.auth import PoolAuth
 from egress_proxies_controller.pool.publish import Publisher
+from egress_proxies_controller.proxy import auth_secret
 
 from .pool_fakes import FakeInformer, controller, make_ready, pool_obj, tick
 
@@ -201,7 +202,11 @@ def foreign_endpoints() -> dict:
             foreign_endpoints(),
             "Secret web-endpoints exists and is not this pool's: left as it is",
         ),
-        (auth_pool(), {}, "members not changed: auth Secret ns/creds: Not Found"),
+        (
+            auth_pool(),
+            {},
+            "members not changed: auth Secret ns/creds: Not Found; " + auth_secret.needs("ns", "creds"),
+        ),
     ],
     ids=["publication", "auth-secret"],
 )
