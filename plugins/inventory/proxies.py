@@ -148,7 +148,11 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import e
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.pydantic_compat import MissingLibrary
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import core_range, param_checks
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import excerpt
-from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts, template_trust
+from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import (
+    cached_listing,
+    proxy_hosts,
+    template_trust,
+)
 from ansible_collections.crawl.egress_proxies.plugins.plugin_utils.provider_session import list_instances
 
 SOURCE_NAMES = ("proxies.yml", "proxies.yaml")
@@ -181,11 +185,25 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 listing = self._cache[cache_key]
             except KeyError:  # expired or never written
                 update_cache = True
+            else:
+                listing = self._usable(listing, cache_key)
+                update_cache = listing is None
         if listing is None:
             listing = self._list()
         if update_cache:
             self._cache[cache_key] = listing
         self._populate(listing)
+
+    def _usable(self, listing, cache_key: str):
+        """The cached ``listing``, or None (listed afresh, with a warning) when the entry is not
+        this plugin's listing: an empty inventory from a foreign entry would look like no proxies."""
+        found = cached_listing.problem(listing)
+        if not found:
+            return listing
+        self.display.warning(
+            "inventory cache entry %s is not this plugin's listing (%s): listed afresh" % (cache_key, found)
+        )
+        return None
 
     def _check_ints(self, path: str) -> None:
         """``port: .inf`` (or ``"inf"``) makes core's option conversion raise ``OverflowError``,

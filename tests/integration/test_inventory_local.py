@@ -392,3 +392,51 @@ def test_one_instance_name_on_two_providers_keeps_the_first(fleet, tmp_path):
             tmp_path, [{"name": "gone", PI: dict(twin, state="absent")}], module_defaults=defaults
         )
         assert gone.rc == 0, gone.stdout[-3000:]
+
+
+FOREIGN_ENTRIES = {
+    "a list": ([], "not a mapping"),
+    "no hosts key": ({"errors": [], "warnings": []}, "hosts: missing"),
+    "hosts not a list": ({"hosts": "p1", "errors": [], "warnings": []}, "hosts: not a list"),
+    "a host missing fields": (
+        {"hosts": [{"name": "p1"}], "errors": [], "warnings": []},
+        "hosts[0].id: missing",
+    ),
+    "a templated name": (
+        {"hosts": [{"name": {"__ansible_unsafe": "{{ 7 * 7 }}"}}], "errors": [], "warnings": []},
+        "hosts[0].id: missing",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOREIGN_ENTRIES))
+def test_a_cache_entry_of_another_shape_is_listed_afresh_with_a_warning(fleet, tmp_path, case):
+    """An entry another writer left under the cache key (another plugin sharing the connection, an
+    older release, a hand edit) is a miss: the providers are listed again and the entry replaced,
+    never an empty inventory that exits 0 as if there were no proxies."""
+    entry, problem = FOREIGN_ENTRIES[case]
+    cache_dir = tmp_path / "cache"
+    source = cli.write_source(
+        tmp_path,
+        providers_file=fleet["providers_file"],
+        cache=True,
+        cache_plugin="ansible.builtin.jsonfile",
+        cache_connection=str(cache_dir),
+        cache_timeout=3600,
+    )
+    assert cli.inventory(source).rc == 0
+    (cached,) = os.listdir(cache_dir)
+    with open(cache_dir / cached, encoding="utf-8") as handle:
+        envelope = json.load(handle)
+    envelope["__payload__"] = json.dumps(entry)
+    with open(cache_dir / cached, "w", encoding="utf-8") as handle:
+        json.dump(envelope, handle)
+
+    run = cli.inventory(source)
+    assert run.rc == 0, run.stderr
+    assert sorted(run.hostvars) == sorted(fleet["instances"])
+    assert "is not this plugin's listing (%s): listed afresh" % problem in " ".join(run.stderr.split())
+    assert "49" not in run.stdout  # the foreign entry's template was never rendered
+    with open(cache_dir / cached, encoding="utf-8") as handle:
+        stored = json.loads(json.load(handle)["__payload__"])
+    assert sorted(h["name"] for h in stored["hosts"]) == sorted(fleet["instances"])
