@@ -39,6 +39,16 @@ RUN_BY = {
     ("docs/local-provider.md", "squidBinary: squid"): "tests/docs/test_local_blocks.py",
     ("docs/local-provider.md", '"proxy-operator-managed": "true"'): "tests/docs/test_local_blocks.py",
     ("docs/modules.md", "group/crawl.egress_proxies.egress_proxies:"): "tests/docs/test_local_blocks.py",
+    ("docs/playbooks.md", "# inventory.yml\nall:"): "tests/docs/test_playbook_blocks.py",
+    (
+        "docs/playbooks.md",
+        "playbooks/proxies_create.yml   # the proxies",
+    ): "tests/docs/test_playbook_blocks.py",
+    ("docs/playbooks.md", "ansible-vault create auth.yml"): "tests/docs/test_playbook_blocks.py",
+    (
+        "docs/modules.md",
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
+    ): "tests/docs/test_playbook_blocks.py",
 }
 
 
