@@ -49,6 +49,9 @@ RUN_BY = {
         "docs/modules.md",
         "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
     ): "tests/docs/test_playbook_blocks.py",
+    ("docs/gcp-provider.md", "installation: prod-eu"): "tests/docs/test_gcp_blocks.py",
+    ("docs/gcp-provider.md", "installation: runbook"): "tests/docs/test_gcp_blocks.py",
+    ("docs/gcp-provider.md", "- name: One egress proxy on Compute Engine"): "tests/docs/test_gcp_blocks.py",
 }
 
 
