@@ -119,6 +119,28 @@ class Operator:
         return child.exitstatus, results(output), output
 
 
+def shape(line: str) -> re.Pattern:
+    """A documented output line as a pattern: each ``<placeholder>`` stands for any text."""
+    parts = re.split(r"<[^>]+>", line)
+    return re.compile(".+".join(re.escape(part) for part in parts) + "$")
+
+
+def documented_tree(text: str, name: str) -> dict:
+    """docs/local-provider.md's state directory tree as {relative path: is a directory}: entries
+    are the first word of lines indented by 2, 4 or 6 spaces (deeper lines continue a comment);
+    ``<name>`` is the instance, and entries made only by a pool run are left out."""
+    tree, parents = {}, {}
+    for line in text.splitlines()[1:]:
+        depth = len(line) - len(line.lstrip(" "))
+        if depth not in (2, 4, 6) or "<pool>" in line:
+            continue
+        entry = line.split()[0].replace("<name>", name)
+        path = os.path.join(parents.get(depth - 2, ""), entry.rstrip("/"))
+        parents[depth] = path
+        tree[path] = entry.endswith("/")
+    return tree
+
+
 def results(output: str) -> dict:
     start = output.find('{"tasks": ')
     return json.loads(output[start:])["tasks"] if start >= 0 else {}
@@ -161,6 +183,13 @@ def test_the_walkthrough_creates_the_inventory_proxies_then_changes_nothing(oper
     names = {r["uid"]: r["name"] for r in converged["results"]}
     # "<inventory host>: <instance name> <state> <ip>"
     assert sorted(line.split()[:3] for line in shown) == [["%s:" % u, names[u], "Running"] for u in UIDS]
+    # docs/local-provider.md's squid.conf, line by line (placeholders stand for any text)
+    documented = one_block("docs/local-provider.md", "http_port <address>:<port>").text.splitlines()
+    with open(operator.state / "instances" / names[UIDS[0]] / "squid.conf", encoding="utf-8") as handle:
+        written = handle.read().splitlines()
+    assert len(written) == len(documented), written
+    for doc_line, line in zip(documented, written, strict=True):
+        assert shape(doc_line.split("  #")[0].rstrip()).match(line), (doc_line, line)
     rc, tasks, out = operator.shell(create[0])
     assert rc == 0 and task(tasks, "Converge the proxies")["changed"] is False, out[-3000:]
 
@@ -241,4 +270,16 @@ def test_the_auth_commands_protect_every_proxy_then_rotate(operator):
             assert fetch_via(ip, 3128, origin, credentials=("crawler", first))[0] == 407
     for text in outputs:
         assert first not in text and second not in text
+    # docs/local-provider.md's state directory tree, as a proxy with auth has it
+    name = converged["results"][0]["name"]
+    documented = documented_tree(one_block("docs/local-provider.md", "<stateDir>/").text, name)
+    found = {}
+    for directory, subdirs, files in os.walk(operator.state / "instances" / name):
+        for entry in subdirs + files:
+            full = os.path.join(directory, entry)
+            found[os.path.relpath(full, operator.state)] = entry in subdirs
+    instance_part = {p: d for p, d in documented.items() if p.startswith("instances/")}
+    assert found == {p: d for p, d in instance_part.items() if p != os.path.join("instances", name)}
+    for path, is_dir in documented.items():
+        assert os.path.isdir(operator.state / path) if is_dir else os.path.isfile(operator.state / path), path
     assert shlex.split(from_file[0])[-1] == "@%s/auth.yml" % ETC
