@@ -39,6 +39,23 @@ RUN_BY = {
     ("docs/local-provider.md", "squidBinary: squid"): "tests/docs/test_local_blocks.py",
     ("docs/local-provider.md", '"proxy-operator-managed": "true"'): "tests/docs/test_local_blocks.py",
     ("docs/modules.md", "group/crawl.egress_proxies.egress_proxies:"): "tests/docs/test_local_blocks.py",
+    ("docs/playbooks.md", "# inventory.yml\nall:"): "tests/docs/test_playbook_blocks.py",
+    (
+        "docs/playbooks.md",
+        "playbooks/proxies_create.yml   # the proxies",
+    ): "tests/docs/test_playbook_blocks.py",
+    ("docs/playbooks.md", "ansible-vault create auth.yml"): "tests/docs/test_playbook_blocks.py",
+    (
+        "docs/modules.md",
+        "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318",
+    ): "tests/docs/test_playbook_blocks.py",
+    ("docs/awx.md", "# inventory/egress.proxies.yml"): "tests/docs/test_awx_inventory_source.py",
+    ("docs/awx.md", "# Injector configuration"): "tests/docs/test_awx_inventory_source.py",
+    ("docs/local-provider.md", "<stateDir>/\n  instances/<name>/"): "tests/docs/test_playbook_blocks.py",
+    ("docs/local-provider.md", "http_port <address>:<port>"): "tests/docs/test_playbook_blocks.py",
+    ("docs/gcp-provider.md", "installation: prod-eu"): "tests/docs/test_gcp_blocks.py",
+    ("docs/gcp-provider.md", "installation: runbook"): "tests/docs/test_gcp_blocks.py",
+    ("docs/gcp-provider.md", "- name: One egress proxy on Compute Engine"): "tests/docs/test_gcp_blocks.py",
 }
 
 
