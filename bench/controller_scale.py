@@ -182,7 +182,7 @@ def create_proxies(custom, namespace: str, count: int, name_format: str, spec: d
 
 def wait_all(readiness, started: float, count: int, budget: float, what: str, sample=None) -> float:
     """Seconds from ``started`` until the watch saw all ``count`` Ready or ``budget`` ran out,
-    with a progress line every 30 s; ``sample`` is called once a second (peak RSS)."""
+    with a progress line every 30 s; ``sample`` is called at every look (5 a second: peak RSS)."""
     last_report = 0.0
     while True:
         elapsed = time.monotonic() - started
