@@ -8,7 +8,9 @@ this process: the same Pod body and API calls as the module's), the status writt
 ``Ready`` Event. ``--floor-threads`` Proxies are worked on at once. The seconds from the first
 create to the last Ready are the floor: what the API server and kwok take for these requests
 with nothing of ours in between; the controller's seconds over them say how much of a burst is
-ours. Used by controller_scale.py as its ``floor`` mode (same plane, same namespace shape).
+ours. Each Proxy's Ready is its Ready=True status write, seen through the same watch as the
+controller's (bench/ready_watch.py), so the per-Proxy waits compare too. Used by
+controller_scale.py as its ``floor`` mode (same plane, same namespace shape).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import resource
 import time
 
 from cluster import kube_testlib
-from controller_scale import create_proxies, kwok_providers
+from controller_scale import burst_figures, create_proxies, kwok_providers, wait_all
 from egress_proxies_controller import api
 from kubernetes import client as k8s
+from ready_watch import ReadyWatch
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils import registry
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
@@ -137,26 +140,26 @@ def run(admin, plane, workdir: str, count: int, budget: float, threads: int = 16
     parsed = providers_file.parse(kwok_providers(kubeconfig, "bench-floor"))
     provider = registry.build(parsed.find("k8s"), parsed.installation)
     floor = Floor(admin, provider, namespace)
+    readiness = ReadyWatch(floor.custom, namespace)
     cpu = time.process_time()
     started = time.monotonic()
-    create_proxies(floor.custom, namespace, count, "p%04d")
+    created = create_proxies(floor.custom, namespace, count, "p%04d")
     items = floor.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
         futures = [pool.submit(floor.one, obj) for obj in items]
-        done, _pending = concurrent.futures.wait(futures, timeout=budget)
-    seconds = time.monotonic() - started
+        elapsed = wait_all(readiness, started, count, budget, "floor N=%d" % count)
+        concurrent.futures.wait(futures, timeout=max(0.0, budget - elapsed))
+    readiness.stop()
     cpu = time.process_time() - cpu
-    ids = [f.result() for f in done if f.exception() is None]
+    ids = [f.result() for f in futures if f.done() and f.exception() is None]
     floor.clean(ids)
     kube_testlib.delete_namespace(admin, namespace)
     return {
         "mode": "floor",
         "count": count,
-        "ready": len(ids),
-        "seconds": seconds,
+        **burst_figures(started, created, readiness.snapshot(), count, elapsed),
         "cpu": cpu,
         "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "runs": 0,
         "breakdown": "a plain client, %d Proxies at once, no controller, no ansible" % threads,
-        "complete": len(ids) == count,
     }
