@@ -40,6 +40,8 @@ RUN_BY = {
     ("docs/local-provider.md", '"proxy-operator-managed": "true"'): "tests/docs/test_local_blocks.py",
     ("docs/modules.md", "group/crawl.egress_proxies.egress_proxies:"): "tests/docs/test_local_blocks.py",
     ("docs/configuration.md", "name: local-lab"): "tests/docs/test_local_blocks.py",
+    # The parser's problem lines, each produced by a broken input.
+    ("docs/configuration.md", "unknown provider type 'lokal'"): "tests/docs/test_config_messages.py",
     ("README.md", "make demo"): "tests/docs/test_readme_demo.py",
     ("README.md", "created: proxy-"): "tests/docs/test_readme_demo.py",  # the demo's output, by shape
     ("README.md", "galaxy.yml meta/"): "tests/docs/test_readme_layout.py",
