@@ -67,3 +67,9 @@ def test_a_block_no_test_runs_says_why():
         if b.path not in NOT_YET and not b.marker and tally.outcome(b)[0] == "checked"
     ]
     assert not unmarked, "run these blocks in a test or mark them with the reason: %s" % unmarked
+
+
+def test_a_marked_block_is_not_run():
+    """A check-only or skip marker on a block a test runs would under-report what runs."""
+    both = [b.where for b in BLOCKS if b.marker and classify.run_by(b)]
+    assert not both, "these blocks run (classify.RUN_BY): drop their doc-test marker: %s" % both
