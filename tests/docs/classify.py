@@ -56,6 +56,21 @@ RUN_BY = {
     ("docs/gcp-provider.md", "installation: prod-eu"): "tests/docs/test_gcp_blocks.py",
     ("docs/gcp-provider.md", "installation: runbook"): "tests/docs/test_gcp_blocks.py",
     ("docs/gcp-provider.md", "- name: One egress proxy on Compute Engine"): "tests/docs/test_gcp_blocks.py",
+    ("docs/configuration.md", "name: local-lab"): "tests/docs/test_local_blocks.py",
+    # The parser's problem lines, each produced by a broken input.
+    ("docs/configuration.md", "unknown provider type 'lokal'"): "tests/docs/test_config_messages.py",
+    ("README.md", "make demo"): "tests/docs/test_readme_demo.py",
+    ("README.md", "created: proxy-"): "tests/docs/test_readme_demo.py",  # the demo's output, by shape
+    ("README.md", "galaxy.yml meta/"): "tests/docs/test_readme_layout.py",
+    (
+        "docs/controller.md",
+        "kubectl apply -k 'https://<repo>/controller/config/default?ref=<tag>'",
+    ): "tests/docs/test_controller_blocks.py",
+    ("docs/controller.md", "configMapGenerator:"): "tests/docs/test_controller_blocks.py",
+    ("docs/kubernetes-provider.md", "name: k8s-eu"): "tests/docs/test_controller_blocks.py",
+    ("docs/pools.md", 'os.environ["PROXY_LIST"]'): "tests/docs/test_pool_blocks.py",
+    ("docs/contract.md", "class TestMyTypeContract(ContractSuite)"): "tests/docs/test_contract_block.py",
+    ("docs/testing.md", "proxy_gc - what was wrong, as a user saw it"): "tests/docs/test_changelog_block.py",
 }
 
 

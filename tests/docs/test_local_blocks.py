@@ -1,8 +1,9 @@
 """Blocks of README.md and docs/ that the local provider lets run for real, taken from the
 Markdown at test time: README's controller commands, docs/configuration.md's inline-providers
 task (a real Squid made, its record compared with docs/local-provider.md's ``instance.json``,
-then removed), and docs/local-provider.md's providers file read through
-docs/modules.md's ``module_defaults`` by a ``proxy_info`` run.
+then removed), docs/local-provider.md's providers file read through
+docs/modules.md's ``module_defaults`` by a ``proxy_info`` run, and docs/configuration.md's example
+file, whose two providers ``proxy_check`` finds ready.
 
 Only what cannot be used as written is rewritten: a providers file's path, ``stateDir`` and
 ``addressRange`` become a scratch file, directory and free loopback range.
@@ -92,4 +93,27 @@ def test_local_provider_file_through_the_module_defaults_of_modules_md(tmp_path)
         module_defaults=dict(group, providers_file=str(providers_file)),
     )
     assert run.rc == 0, run.stdout[-3000:]
+    assert run["info"]["instances"] == [] and not run["info"].get("errors"), run["info"]
+
+
+def test_configuration_example_file_checks_both_providers(tmp_path):
+    """docs/configuration.md's example file: two providers of one type, each checked ready by
+    ``proxy_check`` (its Squid binary and its own state directory), and nothing listed for the
+    installation it names."""
+    providers = yaml.safe_load(_one("docs/configuration.md", "name: local-lab").text)
+    for index, entry in enumerate(providers["providers"]):
+        entry["local"] = _scratch(entry["local"], tmp_path / ("state-%d" % index))
+    providers_file = tmp_path / "providers.yaml"
+    providers_file.write_text(yaml.safe_dump(providers))
+    run = run_playbook(
+        tmp_path,
+        [
+            {"name": "check", "crawl.egress_proxies.proxy_check": {}},
+            {"name": "info", "crawl.egress_proxies.proxy_info": {}},
+        ],
+        module_defaults={"providers_file": str(providers_file)},
+    )
+    assert run.rc == 0, run.stdout[-3000:]
+    checked = {p["name"]: p["ready"] for p in run["check"]["providers"]}
+    assert checked == {"local": True, "local-lab": True}, run["check"]
     assert run["info"]["instances"] == [] and not run["info"].get("errors"), run["info"]

@@ -32,6 +32,7 @@ def test_block(block, collections):
         assert block.reason, "%s: a doc-test skip marker needs a reason" % block.where
         return
     assert block.marker in ("", "check-only"), "%s: unknown doc-test marker %r" % (block.where, block.marker)
+    assert block.reason or not block.marker, "%s: a doc-test check-only marker needs a reason" % block.where
     what = classify.kind(block)
     problem = classify.check(block, what, collections)
     assert not problem, "%s (%s): %s" % (block.where, what, problem)
@@ -42,3 +43,20 @@ def test_every_block_run_by_a_test_exists():
     """A RUN_BY entry whose block left the docs would count a block that is no longer run."""
     for (path, needle), test in classify.RUN_BY.items():
         assert any(b.path == path and needle in b.text for b in BLOCKS), (path, needle, test)
+
+
+def test_a_block_no_test_runs_says_why():
+    """Unmarked means run (issue 37): a block with a language that no test runs (classify.RUN_BY)
+    carries a check-only or skip marker with its reason."""
+    unmarked = [
+        "%s (%s)" % (b.where, classify.kind(b))
+        for b in BLOCKS
+        if not b.marker and tally.outcome(b)[0] == "checked"
+    ]
+    assert not unmarked, "run these blocks in a test or mark them with the reason: %s" % unmarked
+
+
+def test_a_marked_block_is_not_run():
+    """A check-only or skip marker on a block a test runs would under-report what runs."""
+    both = [b.where for b in BLOCKS if b.marker and classify.run_by(b)]
+    assert not both, "these blocks run (classify.RUN_BY): drop their doc-test marker: %s" % both
