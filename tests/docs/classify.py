@@ -59,6 +59,15 @@ RUN_BY = {
 }
 
 
+# Output and diagram blocks (no language) that a test compares with what the part really makes
+# or has: (file, a string the block contains) -> the test. Counted as "compared" (tally.py).
+COMPARED_BY = {
+    ("README.md", "gc dry run: would delete"): "tests/docs/test_output_blocks.py",
+    ("docs/auth.md", "auth_param basic program"): "tests/docs/test_output_blocks.py",
+    ("docs/playbooks.md", "did not converge"): "tests/docs/test_output_blocks.py",
+}
+
+
 # How a block that no test runs is checked, for the closing note.
 CHECKED_BY = {
     "sh": "bash -n",
@@ -94,7 +103,16 @@ def kind(block: Block) -> str:
 
 def run_by(block: Block) -> str:
     """The test that runs this block for real, or ``""``."""
-    for (path, needle), test in RUN_BY.items():
+    return _test_of(block, RUN_BY)
+
+
+def compared_by(block: Block) -> str:
+    """The test that compares this output or diagram with the real thing, or ``""``."""
+    return _test_of(block, COMPARED_BY)
+
+
+def _test_of(block: Block, table: dict) -> str:
+    for (path, needle), test in table.items():
         if block.path == path and needle in block.text:
             return test
     return ""

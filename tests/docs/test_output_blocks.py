@@ -1,0 +1,121 @@
+"""Output blocks of README.md and docs/ (no language) compared with what the parts really print,
+taken from the Markdown at test time (issue 37 item 1): ``make demo``'s summary, the squid.conf
+lines of authentication, the providers-file problems, the ``proxy`` role's failure table.
+
+A block is compared by shape (``output_shape.py``): each line as written, with proxy names,
+addresses, versions and ``...`` standing for any value, so a doc line that no longer matches what
+the code prints fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import jinja2
+import pytest
+from contract.local_backend import random_loopback_range
+from integration.local_env import instance_dirs, kill_squids
+from integration.playbook import ANSIBLE_PLAYBOOK, ansible_environ
+
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.squid_conf import (
+    SquidSettings,
+    render,
+)
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
+    provider as local_provider,
+)
+
+from .markdown_blocks import ROOT
+from .output_shape import assert_lines_match, one_block
+
+
+@pytest.mark.squid
+@pytest.mark.playbook
+def test_make_demo_prints_the_summary_the_readme_shows(tmp_path):
+    """``make demo`` (``ansible-playbook playbooks/demo.yml``), with its scratch directory and
+    address range moved to free ones; its summary, line by line, has the README's shape."""
+    block = one_block("README.md", "gc dry run: would delete")
+    demo_dir = tmp_path / "demo"
+    extra = {
+        "demo_dir": str(demo_dir),
+        "demo_providers": [
+            {
+                "name": "local",
+                "type": "local",
+                "local": {"stateDir": str(demo_dir / "state"), "addressRange": random_loopback_range()},
+            }
+        ],
+    }
+    environ = ansible_environ(
+        ANSIBLE_STDOUT_CALLBACK="task_results",
+        ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "tests", "integration", "callback_plugins"),
+        ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+    )
+    try:
+        proc = subprocess.run(
+            [ANSIBLE_PLAYBOOK, "playbooks/demo.yml", "-e", json.dumps(extra)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        tasks = json.loads(proc.stdout[proc.stdout.find('{"tasks": ') :])["tasks"]
+        summary = tasks["Summary"]["msg"]
+        assert_lines_match(block, summary)
+        created = summary[0].split(": ", 1)[1].split(", ")
+        shown = block.text.splitlines()[0].split(": ", 1)[1].split(", ")
+        # the dry run keeps the first proxy (live uid) and would delete the second, as shown
+        for names, line in ((created, summary[-1]), (shown, block.text.splitlines()[-1])):
+            assert line == "gc dry run: would delete %s; kept %s (live)" % (names[1], names[0]), line
+        assert instance_dirs(demo_dir / "state") == []
+    finally:
+        assert kill_squids(demo_dir / "state") == [], "Squid processes left behind (killed by pid)"
+
+
+def test_the_auth_page_shows_the_squid_conf_lines_squid_gets():
+    """docs/auth.md's lines (comments after ``#`` are the page's) are the authentication lines
+    of the squid.conf the local provider writes for an instance with auth, in order."""
+    block = one_block("docs/auth.md", "auth_param basic program")
+    conf = render(
+        SquidSettings(listen="127.0.0.1:3128", allowed=("127.0.0.0/8",), auth_file=local_provider.PASSWD)
+    ).splitlines()
+    first = next(i for i, line in enumerate(conf) if line.startswith("auth_param"))
+    shown = [line.split("#")[0].rstrip() for line in block.text.splitlines() if line.strip()]
+    assert conf[first:] == shown, "\n".join(conf[first:])
+
+
+def test_the_role_failure_table_has_the_shape_playbooks_md_shows():
+    """The ``proxy`` role's failure table (roles/proxy/templates/failure_table.j2, rendered as
+    Ansible's template lookup renders it, blank lines dropped as the role drops them) for one
+    of three proxies that timed out, as docs/playbooks.md shows it."""
+    block = one_block("docs/playbooks.md", "did not converge")
+    shown = block.text.splitlines()
+    message = shown[-1].split("transient", 1)[1].strip()
+    ok = {"failed": False, "uid": "team-a-2", "name": "proxy-aaaaaaaaaaaaaaaa", "provider": "hv"}
+    late = {
+        "failed": True,
+        "uid": "team-a-1",
+        "name": "proxy-k4r4sdxb3ggrmkqr",
+        "provider": "hv",
+        "state": "Provisioning",
+        "error_class": "transient",
+        "msg": message.replace("...", "timeout"),
+    }
+    variables = {
+        "proxy_converged": {"results": [ok, late, dict(ok, uid="team-a-3")]},
+        "proxy_list": [{"uid": "team-a-2"}, {"uid": "team-a-1"}, {"uid": "team-a-3"}],
+        "proxy_state": "present",
+    }
+    with open(
+        os.path.join(ROOT, "roles", "proxy", "templates", "failure_table.j2"), encoding="utf-8"
+    ) as handle:
+        template = jinja2.Environment(trim_blocks=True, undefined=jinja2.StrictUndefined).from_string(
+            handle.read()
+        )
+    lines = [line for line in template.render(variables).split("\n") if line]
+    assert_lines_match(block, lines)
