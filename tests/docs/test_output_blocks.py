@@ -19,6 +19,8 @@ from contract.local_backend import random_loopback_range
 from integration.local_env import instance_dirs, kill_squids
 from integration.playbook import ANSIBLE_PLAYBOOK, ansible_environ
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.squid_conf import (
     SquidSettings,
     render,
@@ -119,3 +121,57 @@ def test_the_role_failure_table_has_the_shape_playbooks_md_shows():
         )
     lines = [line for line in template.render(variables).split("\n") if line]
     assert_lines_match(block, lines)
+
+
+def _local(**fields) -> dict:
+    return {"name": "a", "type": "local", "local": fields}
+
+
+def _kubernetes(**fields) -> dict:
+    return {"name": "a", "type": "kubernetes", "kubernetes": fields}
+
+
+_FINE = {"name": "ok", "type": "local"}
+# A providers document with one problem for each line of docs/configuration.md's examples, in order.
+_PROBLEMS = (
+    {"providers": [{"name": "Local", "type": "local"}]},
+    {"providers": [{"name": "a", "type": "lokal"}]},
+    {"providers": [_FINE, {"name": "b", "type": "local"}, {"name": "c"}]},
+    {"providers": [{"name": "a", "type": "local", "kubernetes": {}}]},
+    {"providers": [_kubernetes(resources={"limits": {"cpu": "fast"}})]},
+    {"providers": [_kubernetes(requestTimeoutSeconds=0)]},
+    {"providers": [_FINE, {"name": "b", "type": "local"}, {"type": "local"}]},
+    {"providers": [{"name": "a", "type": "local", "extra": 1}]},
+    {"providers": [{"name": "a", "type": "local"}, {"name": "a", "type": "local"}]},
+    {"providers": [_local(stateDir="relative")]},
+    {"providers": [_local(state_dir="/tmp")]},
+    {"providers": [_local(addressRange="10.0.0.0/8")]},
+    {"providers": [_local(addressRange="127.1.0.1/16")]},
+    {"providers": [_local(allowedSourceRanges=["x"])]},
+    {"providers": [_local(allowedSourceRanges=[])]},
+    {"providers": [{"name": "a", "type": "local", "local": []}]},
+    {"providers": ["x"]},
+    {"providers": [_FINE], "bogus": 1},
+)
+
+
+def test_configuration_md_shows_the_problems_the_parser_reports(tmp_path):
+    """Each example line of "How problems are reported" is what ``providers_file`` says for a
+    document with that one problem (the provider types it lists included); the last two are a
+    missing file and one that is not YAML, read from the page's path."""
+    block = one_block("docs/configuration.md", "bogus: unknown field")
+    real = [_problems(lambda document=document: providers_file.parse(document)) for document in _PROBLEMS]
+    doc_path = "/etc/egress-proxies/providers.yml"
+    missing, broken = tmp_path / "missing.yml", tmp_path / "broken.yml"
+    broken.write_text("providers: [\n")
+    for path in (missing, broken):
+        (problem,) = _problems(lambda path=path: providers_file.load_file(str(path)))
+        real.append([problem.replace(str(path), doc_path)])
+    assert all(len(problems) == 1 for problems in real), real
+    assert_lines_match(block, [problems[0] for problems in real])
+
+
+def _problems(call) -> list:
+    with pytest.raises(errors.ConfigError) as raised:
+        call()
+    return raised.value.problems
