@@ -67,6 +67,11 @@ COMPARED_BY = {
     ("docs/playbooks.md", "did not converge"): "tests/docs/test_output_blocks.py",
     ("docs/configuration.md", "bogus: unknown field"): "tests/docs/test_output_blocks.py",
     ("docs/inventory.md", "@all:\n  |--@proxies:"): "tests/docs/test_readme_tour.py",
+    ("docs/libvirt-provider.md", "<egress:instance"): "tests/docs/test_output_blocks.py",
+    ("docs/local-provider.md", "squid.start"): "tests/contract/test_trace_local.py",
+    ("docs/gcp-provider.md", "gcp.instances.insert"): "tests/contract/test_trace_gcp.py",
+    ("docs/kubernetes-provider.md", "k8s.POST"): "tests/contract/test_trace_kubernetes.py",
+    ("docs/libvirt-provider.md", "libvirt.dial"): "tests/contract/test_trace_libvirt.py",
 }
 
 

@@ -9,9 +9,11 @@ the code prints fails here.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
+import xml.etree.ElementTree as ET
 
 import jinja2
 import pytest
@@ -25,6 +27,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.squid_co
     SquidSettings,
     render,
 )
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.libvirt import metadata, xmlbuild
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.providers.local import (
     provider as local_provider,
 )
@@ -175,3 +178,51 @@ def _problems(call) -> list:
     with pytest.raises(errors.ConfigError) as raised:
         call()
     return raised.value.problems
+
+
+def test_the_libvirt_metadata_block_is_what_the_provider_defines(tmp_path):
+    """docs/libvirt-provider.md's ``<metadata>`` is exactly the element the kvm2 provider writes
+    for the values it shows, and a domain carrying it passes libvirt's own schema
+    (``virt-xml-validate``, as tests/unit/test_libvirt_xml_validate.py judges every variant)."""
+    block = one_block("docs/libvirt-provider.md", "<egress:instance")
+    shown = ET.fromstring(block.text)
+    (mark,) = list(shown)
+    namespace, element = mark.tag[1:].split("}")
+    type_name = namespace.rsplit("/", 1)[1]
+    created = datetime.datetime.fromisoformat(mark.get("createdAt").replace("Z", "+00:00"))
+    made = ET.fromstring(
+        xmlbuild.domain_xml(
+            type_name=type_name,
+            name="proxy-x",
+            domain_type="kvm",
+            vcpus=1,
+            memory_mib=512,
+            firmware="bios",
+            overlay_path="/var/lib/libvirt/images/proxy-x.kvm2.qcow2",
+            seed_path="/var/lib/libvirt/images/proxy-x.kvm2.seed.iso",
+            bridge="",
+            uid=mark.get("uid"),
+            created_at=created,
+            installation=mark.get("installation"),
+            provider=mark.get("provider"),
+            port=int(mark.get("port")),
+        )
+    )
+    (made_mark,) = list(made.find("metadata"))
+    assert (made_mark.tag, made_mark.attrib) == (mark.tag, mark.attrib), ET.tostring(
+        made_mark, encoding="unicode"
+    )
+    assert (namespace, element) == (metadata.namespace("kvm2"), metadata.ELEMENT)
+    assert metadata.namespace("kvm").endswith("/libvirt/kvm")  # as the page says of the kvm type
+    made.remove(made.find("metadata"))
+    made.insert(4, shown)  # the page's own element, where libvirt wants it
+    path = tmp_path / "domain.xml"
+    path.write_text(ET.tostring(made, encoding="unicode"))
+    proc = subprocess.run(
+        ["/usr/bin/virt-xml-validate", str(path), "domain"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
