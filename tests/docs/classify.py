@@ -72,6 +72,11 @@ COMPARED_BY = {
     ("docs/gcp-provider.md", "gcp.instances.insert"): "tests/contract/test_trace_gcp.py",
     ("docs/kubernetes-provider.md", "k8s.POST"): "tests/contract/test_trace_kubernetes.py",
     ("docs/libvirt-provider.md", "libvirt.dial"): "tests/contract/test_trace_libvirt.py",
+    ("docs/controller.md", "reconcile.apply"): "tests/controller/test_e2e_tracing.py",
+    ("docs/libvirt-provider.md", "; the host's KVM cannot start"): "tests/docs/test_test_infra_blocks.py",
+    ("docs/testing.md", "test hypervisor: domainType"): "tests/docs/test_test_infra_blocks.py",
+    ("docs/testing.md", "root namespace"): "tests/docs/test_test_infra_blocks.py",
+    ("docs/testing.md", "==> version matrix ("): "tests/docs/test_test_infra_blocks.py",
 }
 
 

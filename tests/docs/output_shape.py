@@ -33,28 +33,31 @@ def one_block(path: str, needle: str) -> Block:
 
 def shape(line: str) -> re.Pattern:
     """A documented line as a pattern: placeholders for the values that vary, the rest literal."""
+    return re.compile(_pattern(line) + r"\Z")
+
+
+def _pattern(line: str) -> str:
     parts, done = [], 0
     line = line.rstrip()
     for value in _VALUES.finditer(line):
         parts += [re.escape(line[done : value.start()]), _GENERAL[value.lastgroup]]
         done = value.end()
-    return re.compile("".join(parts) + re.escape(line[done:]) + r"\Z")
+    return "".join(parts) + re.escape(line[done:])
 
 
 def assert_lines_match(block: Block, real: list) -> None:
-    """Every line of the block has the shape of the real line at the same place, and no more."""
+    """The real lines have the block's shape, line for line; a line of only ``...`` in the
+    block stands for any number of real lines (cells or items the page elides)."""
     shown = [line for line in block.text.splitlines() if line.strip()]
+    whole = "".join(r"(?:[^\n]*\n)*?" if line.strip() == "..." else _pattern(line) + r"\n" for line in shown)
+    if re.fullmatch(whole, "".join(line.rstrip() + "\n" for line in real)):
+        return
     wrong = [
         "doc: %r\nreal: %r" % (doc, got)
-        for doc, got in zip(shown, real, strict=False)  # the lengths are compared below
+        for doc, got in zip(shown, real, strict=False)  # where they part, for the message
         if not shape(doc).match(got.rstrip())
     ]
-    assert not wrong and len(shown) == len(real), (
-        "%s does not match the real output:\n%s\n(%d vs %d lines)"
-        % (
-            block.where,
-            "\n".join(wrong),
-            len(shown),
-            len(real),
-        )
+    raise AssertionError(
+        "%s does not match the real output:\n%s\n(%d lines shown, %d real:\n%s)"
+        % (block.where, "\n".join(wrong), len(shown), len(real), "\n".join(real))
     )
