@@ -77,6 +77,7 @@ COMPARED_BY = {
     ("docs/testing.md", "test hypervisor: domainType"): "tests/docs/test_test_infra_blocks.py",
     ("docs/testing.md", "root namespace"): "tests/docs/test_test_infra_blocks.py",
     ("docs/testing.md", "==> version matrix ("): "tests/docs/test_test_infra_blocks.py",
+    ("docs/controller.md", "informer (cache)"): "tests/docs/test_test_infra_blocks.py",
 }
 
 

@@ -107,3 +107,31 @@ def _function(path: str, name: str) -> str:
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     return re.search(r"^%s\(\) \{\n.*?^\}\n" % name, text, re.M | re.S).group(0)
+
+
+# The controller picture's boxes that are one module each, by the word the picture uses.
+_BOXES = ("informer", "work queue", "reconciler", "executor", "Events", "metrics")
+
+
+def test_every_box_of_the_controller_picture_is_code_the_page_names():
+    """docs/controller.md's picture: each box above is a module of the controller package whose
+    file the page's "Code:" list names (``work queue``: ``kube/workqueue.py``), the two modules
+    it runs are the collection's, and every path of that list exists."""
+    block = one_block("docs/controller.md", "informer (cache)")
+    package = os.path.join(ROOT, "controller", "egress_proxies_controller")
+    with open(os.path.join(ROOT, "docs", "controller.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    listed = re.findall(
+        r"`([\w/]+\.py)`", page[page.index("Code: `controller/egress_proxies_controller/`") :][:2500]
+    )
+    missing = [path for path in listed if not os.path.isfile(os.path.join(package, path))]
+    assert listed and not missing, "the page names files that do not exist: %s" % missing
+    stems = {os.path.splitext(os.path.basename(path))[0]: path for path in listed}
+    for box in _BOXES:
+        assert box in block.text, "%s: no %r box any more: update _BOXES" % (block.where, box)
+        assert box.replace(" ", "").lower() in stems, "%s: %r is in no file of the Code: list" % (
+            block.where,
+            box,
+        )
+    for module in re.findall(r"\bproxy_\w+", block.text):
+        assert os.path.isfile(os.path.join(ROOT, "plugins", "modules", module + ".py")), module
