@@ -137,7 +137,7 @@ def _assert_groups_as_inventory_md_shows(graph: list) -> None:
         for match in map(_GROUP_LINE.match, graph)
         if match and match.group("group") != "ungrouped"  # Ansible's own, always there
     ]
-    families = {tree: set() for tree, _ in real}
+    families: dict = {tree: set() for tree, _group in real}
     for tree, group in real:
         families[tree].add(group.split("_")[0])
     for tree, group, _note in shown:

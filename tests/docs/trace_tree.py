@@ -42,7 +42,7 @@ def parse(text: str) -> list:
             _add_keys(entries[-1], line.lstrip(" │"))
             continue
         column = connector.end() if connector else len(line) - len(line.lstrip())
-        name, _, rest = line[column:].partition(" ")
+        name, _space, rest = line[column:].partition(" ")
         parents = [e for e in entries if e.column < column]
         entry = Entry(column, name, parents[-1].name if parents else "", [], [])
         _add_keys(entry, rest)
