@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from docs.trace_tree import assert_trace_as_drawn
 from google.oauth2 import credentials as user_credentials
 from trace_capture import assert_no_secret, check_tree, children, exporting, render
 
@@ -77,6 +78,9 @@ def test_create_get_delete_hold_one_span_per_rest_request(backend, provider, sec
     spans = list(receiver.spans)
     print(render(spans))
     by_id = check_tree(spans)
+    assert_trace_as_drawn(
+        "docs/gcp-provider.md", "gcp.instances.insert", spans
+    )  # the page's tree is this trace
     name = provider_id.rsplit("/", 1)[-1]
     calls = []
     for op in [s for s in spans if s.name.startswith("provider.")]:

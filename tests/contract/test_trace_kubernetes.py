@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from docs.trace_tree import assert_trace_as_drawn
 from trace_capture import assert_no_secret, check_tree, children, exporting, render, secret_request
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
@@ -45,6 +46,7 @@ def test_create_get_delete_hold_one_span_per_api_request(backend):
     spans = list(receiver.spans)
     print(render(spans))
     by_id = check_tree(spans)
+    assert_trace_as_drawn("docs/kubernetes-provider.md", "k8s.POST", spans)  # the page's tree is this trace
     namespace, name = provider_id.split("/")
     for op in [s for s in spans if s.name.startswith("provider.")]:
         assert by_id[op.parent_id].name == "module.proxy_instance"

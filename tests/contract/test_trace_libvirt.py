@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from docs.trace_tree import assert_trace_as_drawn
 from trace_capture import assert_no_secret, check_tree, children, exporting, render
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import errors
@@ -36,6 +37,7 @@ def test_create_get_delete_hold_the_dial_each_rpc_and_the_download(backend):
     spans = list(receiver.spans)
     print(render(spans))
     by_id = check_tree(spans)
+    assert_trace_as_drawn("docs/libvirt-provider.md", "libvirt.dial", spans)  # the page's tree is this trace
     name = provider_id.rsplit("/", 1)[-1]
     ops = [s for s in spans if s.name.startswith("provider.")]
     assert [o.name for o in ops] == ["provider.create", "provider.get", "provider.delete", "provider.get"]

@@ -7,6 +7,7 @@ cloud-init and the password (sentinels) appear in no exported byte."""
 from __future__ import annotations
 
 import pytest
+from docs.trace_tree import assert_trace_as_drawn
 from trace_capture import assert_no_secret, check_tree, children, exporting, render, secret_request
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract
@@ -32,6 +33,7 @@ def test_create_get_auth_delete_are_one_tree_of_squid_calls(backend):
     spans = list(receiver.spans)
     print(render(spans))
     by_id = check_tree(spans)
+    assert_trace_as_drawn("docs/local-provider.md", "squid.start", spans)  # the page's tree is this trace
     ops = {s.name: s for s in spans if s.name.startswith("provider.")}
     assert {"provider.create", "provider.get", "provider.sync_auth", "provider.delete"} <= set(ops)
     for op in ops.values():

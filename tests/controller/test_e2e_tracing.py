@@ -16,6 +16,7 @@ import uuid
 
 import pytest
 import yaml
+from docs.trace_tree import assert_trace_as_drawn
 from otlp_receiver import Receiver
 
 from . import e2e_lib
@@ -81,6 +82,7 @@ def test_one_create_is_one_complete_trace_without_secrets(traced):
     assert {s.name for s in _children(spans, module)} >= {"provider.create"}
     # Under the provider call, its calls into the backend (the local provider: Squid's process).
     assert "squid.start" in {s.name for s in _children(spans, create[0])}
+    assert_trace_as_drawn("docs/controller.md", "reconcile.apply", trace)  # the page's tree
     # The controller's log lines written in the reconcile's spans name them (--log-format text).
     with open(e2e.controller.log_path, errors="replace") as handle:
         lines = [line for line in handle if "trace_id=%s" % step.trace_id in line]

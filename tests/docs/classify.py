@@ -57,10 +57,7 @@ RUN_BY = {
     ("docs/gcp-provider.md", "installation: runbook"): "tests/docs/test_gcp_blocks.py",
     ("docs/gcp-provider.md", "- name: One egress proxy on Compute Engine"): "tests/docs/test_gcp_blocks.py",
     ("docs/configuration.md", "name: local-lab"): "tests/docs/test_local_blocks.py",
-    # The parser's problem lines, each produced by a broken input.
-    ("docs/configuration.md", "unknown provider type 'lokal'"): "tests/docs/test_config_messages.py",
     ("README.md", "make demo"): "tests/docs/test_readme_demo.py",
-    ("README.md", "created: proxy-"): "tests/docs/test_readme_demo.py",  # the demo's output, by shape
     ("README.md", "galaxy.yml meta/"): "tests/docs/test_readme_layout.py",
     (
         "docs/controller.md",
@@ -71,6 +68,30 @@ RUN_BY = {
     ("docs/pools.md", 'os.environ["PROXY_LIST"]'): "tests/docs/test_pool_blocks.py",
     ("docs/contract.md", "class TestMyTypeContract(ContractSuite)"): "tests/docs/test_contract_block.py",
     ("docs/testing.md", "proxy_gc - what was wrong, as a user saw it"): "tests/docs/test_changelog_block.py",
+}
+
+
+# Output and diagram blocks (no language) that a test compares with what the part really makes
+# or has: (file, a string the block contains) -> the test. Counted as "compared" (tally.py).
+COMPARED_BY = {
+    ("README.md", "created: proxy-"): "tests/docs/test_readme_demo.py",  # the demo's output, by shape
+    ("docs/auth.md", "auth_param basic program"): "tests/docs/test_output_blocks.py",
+    ("docs/playbooks.md", "did not converge"): "tests/docs/test_output_blocks.py",
+    ("docs/configuration.md", "unknown provider type 'lokal'"): "tests/docs/test_config_messages.py",
+    ("docs/architecture.md", "Proxy and ProxyPool objects ─watch─▶"): "tests/unit/test_architecture_names.py",
+    ("docs/architecture.md", "kube/client.py: every API call"): "tests/unit/test_architecture_names.py",
+    ("docs/inventory.md", "@all:\n  |--@proxies:"): "tests/docs/test_readme_tour.py",
+    ("docs/libvirt-provider.md", "<egress:instance"): "tests/docs/test_output_blocks.py",
+    ("docs/local-provider.md", "squid.start"): "tests/contract/test_trace_local.py",
+    ("docs/gcp-provider.md", "gcp.instances.insert"): "tests/contract/test_trace_gcp.py",
+    ("docs/kubernetes-provider.md", "k8s.POST"): "tests/contract/test_trace_kubernetes.py",
+    ("docs/libvirt-provider.md", "libvirt.dial"): "tests/contract/test_trace_libvirt.py",
+    ("docs/controller.md", "reconcile.apply"): "tests/controller/test_e2e_tracing.py",
+    ("docs/libvirt-provider.md", "; the host's KVM cannot start"): "tests/docs/test_test_infra_blocks.py",
+    ("docs/testing.md", "test hypervisor: domainType"): "tests/docs/test_test_infra_blocks.py",
+    ("docs/testing.md", "root namespace"): "tests/docs/test_test_infra_blocks.py",
+    ("docs/testing.md", "==> version matrix ("): "tests/docs/test_test_infra_blocks.py",
+    ("docs/controller.md", "informer (cache)"): "tests/docs/test_test_infra_blocks.py",
 }
 
 
@@ -109,7 +130,16 @@ def kind(block: Block) -> str:
 
 def run_by(block: Block) -> str:
     """The test that runs this block for real, or ``""``."""
-    for (path, needle), test in RUN_BY.items():
+    return _test_of(block, RUN_BY)
+
+
+def compared_by(block: Block) -> str:
+    """The test that compares this output or diagram with the real thing, or ``""``."""
+    return _test_of(block, COMPARED_BY)
+
+
+def _test_of(block: Block, table: dict) -> str:
+    for (path, needle), test in table.items():
         if block.path == path and needle in block.text:
             return test
     return ""

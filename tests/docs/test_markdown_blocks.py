@@ -36,13 +36,15 @@ def test_block(block, collections):
     what = classify.kind(block)
     problem = classify.check(block, what, collections)
     assert not problem, "%s (%s): %s" % (block.where, what, problem)
-    assert tally.outcome(block)[0] in ("ran", "checked", "not checked")
+    assert tally.outcome(block)[0] in ("ran", "compared", "checked", "not checked")
 
 
 def test_every_block_run_by_a_test_exists():
-    """A RUN_BY entry whose block left the docs would count a block that is no longer run."""
-    for (path, needle), test in classify.RUN_BY.items():
+    """A RUN_BY or COMPARED_BY entry whose block left the docs would count a block that is no
+    longer run or compared."""
+    for (path, needle), test in {**classify.RUN_BY, **classify.COMPARED_BY}.items():
         assert any(b.path == path and needle in b.text for b in BLOCKS), (path, needle, test)
+        assert os.path.isfile(os.path.join(ROOT, test)), test
 
 
 def test_a_block_no_test_runs_says_why():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -23,12 +24,18 @@ from contract.local_backend import random_loopback_range
 from integration.local_env import instance_dirs, kill_squids
 from integration.playbook import ansible_environ, run_playbook
 
+from ansible_collections.crawl.egress_proxies.plugins.inventory.proxies import InventoryModule
+from ansible_collections.crawl.egress_proxies.plugins.plugin_utils import proxy_hosts
+
 from .markdown_blocks import blocks
+from .output_shape import one_block
 
 pytestmark = [pytest.mark.squid, pytest.mark.playbook]
 ETC_FILE = "/etc/egress-proxies/providers.yaml"
 BIN = os.path.dirname(sys.executable)
 PLUGIN = "plugin: crawl.egress_proxies.proxies"
+# A group line of ``ansible-inventory --graph``: tree prefix, group, and the doc's note after it.
+_GROUP_LINE = re.compile(r"^(?P<tree>[ |-]*)@(?P<group>[\w]+):(?P<note>.*)$")
 
 
 def _tour() -> dict:
@@ -116,6 +123,39 @@ def test_the_readme_tour_runs_as_written(tour):
     lines = graph.stdout.splitlines()
     for group in ("@proxies:", "@provider_local:", "@state_running:"):  # as the block's comment says
         assert any(line.endswith(group) for line in lines), graph.stdout
+    _assert_groups_as_inventory_md_shows(lines)
+
+
+def _assert_groups_as_inventory_md_shows(graph: list) -> None:
+    """docs/inventory.md's group tree: the tour's ``--graph`` has its lines (same tree prefix,
+    same group family) and no group of another family; the page's example names are the ones
+    the plugin makes for a gcp instance of provider ``gcp-eu`` in zone ``europe-west1-b``."""
+    block = one_block("docs/inventory.md", "@all:\n  |--@proxies:")
+    shown = [_GROUP_LINE.match(line).groups() for line in block.text.splitlines() if line.strip()]
+    real = [
+        match.groups()[:2]
+        for match in map(_GROUP_LINE.match, graph)
+        if match and match.group("group") != "ungrouped"  # Ansible's own, always there
+    ]
+    families: dict = {tree: set() for tree, _group in real}
+    for tree, group in real:
+        families[tree].add(group.split("_")[0])
+    for tree, group, _note in shown:
+        family = group.split("_")[0]
+        if family == "zone":  # the tour's local instances have none ("when it has one")
+            continue
+        assert family in families.get(tree, ()), "%s: no %r line in the real graph:\n%s" % (
+            block.where,
+            tree + "@" + group,
+            "\n".join(graph),
+        )
+    documented = {group.split("_")[0] for _tree, group, _note in shown}
+    assert set().union(*families.values()) <= documented, (families, documented)
+    record = {"provider": "gcp-eu", "type": "gcp", "state": "Running", "zone": "europe-west1-b"}
+    made = ["all", "proxies"] + [
+        InventoryModule._group_name(*pair) for pair in proxy_hosts.group_keys(record)
+    ]
+    assert [group for _tree, group, _note in shown] == made, made
 
 
 def _inventory_sources() -> list:
