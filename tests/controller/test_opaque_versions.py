@@ -101,3 +101,15 @@ def test_a_create_not_yet_delivered_is_behind_and_its_deletion_releases_it():
     assert writes.behind(KEY, None)
     assert writes.seen(KEY, None)  # gone before it was seen: nothing to wait for
     assert not writes.behind(KEY, None)
+
+
+def test_a_write_whose_event_came_before_its_answer_was_recorded_is_not_waited_for():
+    """The watch runs on its own thread: X (ours) then Y (someone else's) may both be in the
+    cache before our answer of X is recorded. Y is newer: the key is not behind."""
+    queued = []
+    inf = informer(queued)
+    inf.apply_event("ADDED", version("a"))
+    inf.apply_event("MODIFIED", version("x"))
+    inf.apply_event("MODIFIED", version("y"))
+    inf.own_writes.wrote(version("x"))
+    assert inf.snapshot(KEY)["metadata"]["resourceVersion"] == "y"

@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from .. import api, version
 from . import errors, events
 
-__all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "load", "watch"]
+__all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "guarded", "load", "watch"]
 
 log = logging.getLogger("egress_proxies_controller.kube.client")
 
@@ -37,6 +37,19 @@ class StartupError(Exception):
     def __init__(self, flag: str, message: str):
         super().__init__("%s: %s" % (flag, message))
         self.flag = flag
+
+
+def guarded(what: str, write):
+    """One write guarded by resourceVersion, never retried: its answer, None when the object is
+    gone (404), ``Conflict`` naming ``what`` when it changed since it was read (409)."""
+    try:
+        return write()
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        if exc.status == 409:
+            raise Conflict(what) from None
+        raise
 
 
 def _one_line(exc: BaseException) -> str:
@@ -132,9 +145,8 @@ class Kube:
         meta = obj["metadata"]
         if status == (obj.get("status") or {}):
             return None
-        return self._guarded(
-            "status",
-            meta,
+        return guarded(
+            "status of %s/%s" % (meta["namespace"], meta["name"]),
             lambda: self.custom.replace_namespaced_custom_object_status(
                 api.GROUP,
                 api.VERSION,
@@ -158,9 +170,8 @@ class Kube:
             [*finalizers, api.FINALIZER] if present else [f for f in finalizers if f != api.FINALIZER]
         )
         patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-        return self._guarded(
-            "finalizer",
-            meta,
+        return guarded(
+            "finalizer of %s/%s" % (meta["namespace"], meta["name"]),
             lambda: self.custom.patch_namespaced_custom_object(
                 api.GROUP,
                 api.VERSION,
@@ -171,18 +182,6 @@ class Kube:
                 _request_timeout=self.timeout,
             ),
         )
-
-    @staticmethod
-    def _guarded(what: str, meta: dict, write) -> dict | None:
-        """One write, never retried: a 404 is None (gone), a 409 ``Conflict``."""
-        try:
-            return write()
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            if exc.status == 409:
-                raise Conflict("%s of %s/%s" % (what, meta["namespace"], meta["name"])) from None
-            raise
 
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         """A Secret's value; ``LookupError`` with a readable reason when it cannot be had."""

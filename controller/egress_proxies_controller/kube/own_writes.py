@@ -20,12 +20,17 @@ flight stays behind until the watch delivers X: the watch starts at the list's v
 does deliver X when the list is older than X; the one case left waiting is a list newer than X
 whose object nobody changes again.
 
+The watch may deliver X before the write's answer is recorded (the watch runs on its own
+thread): the last ``DELIVERED_KEPT`` versions delivered are remembered, so a write whose event
+came first is not waited for.
+
 An object of another uid under the same name is never behind. The informer calls ``behind``
 and ``seen`` under its cache lock, so a check and the cache it reads agree.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from dataclasses import dataclass, field
@@ -35,6 +40,9 @@ from .object_ids import key_of, resource_version
 #: the newest versions kept per key: a reconcile writes at most three (finalizer, status,
 #: finalizer removal) before its watch events arrive
 KEPT = 4
+#: how many delivered (key, version) pairs are remembered for a write answered after its event
+#: (a few hundred KiB; a write answered later than that many events waits for the next one)
+DELIVERED_KEPT = 4096
 
 
 @dataclass
@@ -56,6 +64,7 @@ class OwnWrites:
         self._waiting: set = set()  # keys found behind, queued again once caught up
         self._counter = itertools.count(1)
         self._last = 0  # the counter of the last write answered
+        self._delivered: collections.OrderedDict = collections.OrderedDict()  # (key, version), newest last
 
     def wrote(self, obj: dict) -> None:
         """Record the API server's answer to one of our writes."""
@@ -65,7 +74,7 @@ class OwnWrites:
             if entry is None or entry.uid != uid:
                 entry = self._written[key] = _Written(uid)
             entry.versions = [*entry.versions, rv][-KEPT:]
-            entry.pending = rv
+            entry.pending = None if (key, rv) in self._delivered else rv
             self._last = entry.answered = next(self._counter)
 
     def list_started(self) -> int:
@@ -99,6 +108,10 @@ class OwnWrites:
         list that began after the write numbered ``listed_after``; True when a key that waited
         may now be planned (caught up, replaced or gone)."""
         with self._lock:
+            if cached is not None:
+                self._delivered[(key, resource_version(cached))] = None
+                while len(self._delivered) > DELIVERED_KEPT:
+                    self._delivered.popitem(last=False)
             entry = self._written.get(key)
             if cached is None or entry is None:
                 self._written.pop(key, None)
