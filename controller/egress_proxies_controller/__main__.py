@@ -369,7 +369,6 @@ def _loops(
         PoolController(
             kube,
             informer,
-            queue,
             lambda: config.names if config.in_use else None,
             PoolMetrics(metrics.registry),
             args.namespace,

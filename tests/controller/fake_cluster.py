@@ -49,33 +49,24 @@ class FakeKube:
         self.gets.append("%s/%s" % (namespace, name))
         return self.get("%s/%s" % (namespace, name))
 
-    def write_status(self, obj, compute, retry=True):
-        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
-        current = obj
-        for _try in range(5):
-            stored = self.objects.get(key)
-            if stored is None:
-                return None
-            status = compute(current)
-            if status is None or status == (current.get("status") or {}):
-                return None
-            if current["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"]:
-                if not retry:
-                    raise Conflict(key)
-                current = copy.deepcopy(stored)
-                continue
-            stored["status"] = copy.deepcopy(status)
-            self._bump(stored)
-            self.status_writes.append((key, copy.deepcopy(status)))
-            return copy.deepcopy(stored)
-        raise RuntimeError("conflicts")
+    def write_status(self, obj, status):
+        """The status subresource's replace: guarded by ``obj``'s resourceVersion, never retried."""
+        key, stored = self._guarded(obj)
+        if stored is None or status == (obj.get("status") or {}):
+            return None
+        stored["status"] = copy.deepcopy(status)
+        self._bump(stored)
+        self.status_writes.append((key, copy.deepcopy(status)))
+        return copy.deepcopy(stored)
 
     def set_finalizer(self, obj, present):
-        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
-        stored = self.objects.get(key)
+        """The finalizer patch: guarded by ``obj``'s resourceVersion, never retried."""
+        finalizers = [f for f in obj["metadata"].get("finalizers", []) if f != api.FINALIZER]
+        if (api.FINALIZER in (obj["metadata"].get("finalizers") or [])) == present:
+            return obj
+        key, stored = self._guarded(obj)
         if stored is None:
             return None
-        finalizers = [f for f in stored["metadata"].get("finalizers", []) if f != api.FINALIZER]
         if present:
             finalizers.append(api.FINALIZER)
         stored["metadata"]["finalizers"] = finalizers
@@ -83,6 +74,14 @@ class FakeKube:
             del self.objects[key]
             return None
         return copy.deepcopy(self._bump(stored))
+
+    def _guarded(self, obj: dict) -> tuple:
+        """(key, the stored object or None when gone); ``Conflict`` when ``obj`` is stale."""
+        key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        stored = self.objects.get(key)
+        if stored is not None and obj["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"]:
+            raise Conflict(key)
+        return key, stored
 
     def event(self, obj, event_type, reason, message, component):
         key = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])

@@ -8,6 +8,8 @@ import copy
 import itertools
 import json
 
+from egress_proxies_controller.kube.client import ApiException, Conflict
+from egress_proxies_controller.kube.informer import Informer
 from egress_proxies_controller.kube.workqueue import WorkQueue
 from egress_proxies_controller.pool import controller as pool_reconciler
 from egress_proxies_controller.pool.expectations import Expectations
@@ -55,6 +57,8 @@ class FakePoolKube:
 
     def __init__(self, proxies: FakeInformer):
         self.proxies, self.created, self.deleted = proxies, [], []
+        self.published = {}  # kind -> the real Informer its watch feeds (set by controller())
+        self.reads = []  # (kind, name) of every get of a published object
         self.held, self.held_events = False, []
         self.pool_informer = None  # set by controller(): where the pool's own writes arrive
         self.names = itertools.count()
@@ -87,24 +91,40 @@ class FakePoolKube:
         return self.secrets if kind == "Secret" else self.others.setdefault(kind, {})
 
     def read(self, kind, _namespace, name):
+        self.reads.append((kind, name))
         obj = self._store(kind).get(name)
         return copy.deepcopy(obj) if obj else None
 
     def create(self, kind, _namespace, body):
         name = body["metadata"]["name"]
-        assert name not in self._store(kind)
+        if name in self._store(kind):
+            raise ApiException(status=409, reason="AlreadyExists")
         self.writes.append(("create", kind, name))
-        meta = dict(body["metadata"], uid="s-%d" % next(self.uids), resourceVersion="1")
-        self._store(kind)[name] = copy.deepcopy(dict(body, metadata=meta))
+        meta = dict(body["metadata"], uid="s-%d" % next(self.uids), resourceVersion="v%d" % next(self.uids))
+        return self.by_hand(dict(body, metadata=meta), "ADDED", kind)
 
     def replace(self, kind, _namespace, body):
         name = body["metadata"]["name"]
         current = self._store(kind)[name]
-        assert body["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
+        if body["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
+            raise Conflict("%s %s" % (kind, name))
         self.writes.append(("replace", kind, name))
-        meta = dict(body["metadata"], uid=current["metadata"]["uid"])
-        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
-        self._store(kind)[name] = copy.deepcopy(dict(body, metadata=meta))
+        meta = dict(body["metadata"], uid=current["metadata"]["uid"], resourceVersion="v%d" % next(self.uids))
+        return self.by_hand(dict(body, metadata=meta), "MODIFIED", kind)
+
+    def by_hand(self, obj: dict, event: str = "MODIFIED", kind: str = "") -> dict:
+        """Store ``obj`` (a Secret, Service or EndpointSlice: ``kind``, else its own) as it is,
+        or delete it (``DELETED``), as anyone's write; a watched kind's event reaches its
+        informer at once."""
+        kind = kind or obj["kind"]
+        store, name = self._store(kind), obj["metadata"]["name"]
+        if event == "DELETED":
+            store.pop(name, None)
+        else:
+            store[name] = copy.deepcopy(obj)
+        if kind in self.published:
+            self.published[kind].apply_event(event, copy.deepcopy(obj))
+        return copy.deepcopy(obj)
 
     def delete_secret(self, _namespace, name, uid):
         assert self.secrets[name]["metadata"]["uid"] == uid
@@ -174,9 +194,9 @@ class Clock:
 
 
 def controller(configured=("local", "second")):
-    proxies, queue = FakeInformer(), []
+    proxies = FakeInformer()
     ctl = pool_reconciler.PoolController.__new__(pool_reconciler.PoolController)
-    ctl.proxies, ctl.queue = proxies, type("Q", (), {"add": lambda _s, k: queue.append(k)})()
+    ctl.proxies = proxies
     ctl.pools = FakePoolKube(proxies)
     ctl.queue_clock = Clock()
     ctl.due = WorkQueue(base_delay=1.0, max_delay=60.0, clock=ctl.queue_clock)
@@ -188,6 +208,8 @@ def controller(configured=("local", "second")):
     ctl.informer.on_change = ctl.due.add
     ctl.pools.pool_informer = ctl.informer
     ctl.resync, ctl.auth_recheck, ctl._names = 30.0, 5.0, None
+    ctl.published = {kind: published_informer(ctl) for kind in ("Service", "EndpointSlice")}
+    ctl.pools.published = ctl.published
     ctl.publisher = FakePublisher()
     ctl.auth = pool_reconciler.PoolAuth(ctl.pools)
     ctl.configured = lambda: list(configured)
@@ -197,8 +219,21 @@ def controller(configured=("local", "second")):
 
     ctl.metrics, ctl.target_retry, ctl.may_act = PoolMetrics(CollectorRegistry()), 300.0, lambda: True
     ctl.clock = lambda: 1_764_583_300.0  # 2026-12-01T10:01:40Z
-    ctl._touched, ctl._seen, ctl.events = [], {}, []
-    return ctl, queue
+    ctl._seen, ctl.events = {}, []
+    return ctl
+
+
+def published_informer(ctl) -> Informer:
+    """A real informer of a published kind, listed (empty), its watcher the controller's."""
+    informer = Informer(None, None, lambda _key: None, lister=lambda *a, **kw: None)
+    informer.synced.set()
+    informer.watchers.append(ctl._published_changed)
+    return informer
+
+
+def real_publisher(ctl):
+    """The real Publisher over the fake API and the controller's published informers."""
+    return pool_reconciler.Publisher(ctl.pools, ctl.published)
 
 
 def tick(ctl) -> None:

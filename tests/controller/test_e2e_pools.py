@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 
 import pytest
@@ -338,11 +339,12 @@ def test_the_api_server_rejects_a_bad_pool_naming_the_field(controller_api, kube
 def test_what_is_published_reads_back_as_written_so_a_fresh_publisher_writes_nothing(
     controller_api, kube_namespace
 ):
-    """The publisher keeps nothing in the process: it compares what it would write with what the
-    API server returns, so that must read back equal or every tick would write. With a routable
-    address in the EndpointSlice (the other tests' members are loopback: Secret only), a second
-    Publisher (a restarted controller) over the same members writes nothing; a hand edit is put
-    back."""
+    """The publisher keeps nothing in the process: it compares what it would write with the
+    Service and EndpointSlice its informers hold (and the Secret the API server returns), so
+    those must read back equal or every tick would write. With a routable address in the
+    EndpointSlice (the other tests' members are loopback: Secret only), a second Publisher over
+    informers listed afresh (a restarted controller) writes nothing; a hand edit is put back
+    once its watch event reached the cache. Neither Publisher gets a Service or EndpointSlice."""
     from egress_proxies_controller.kube.client import Kube
     from egress_proxies_controller.pool.kube_calls import PoolKube
     from egress_proxies_controller.pool.model import Member, Pool
@@ -365,23 +367,61 @@ def test_what_is_published_reads_back_as_written_so_a_fresh_publisher_writes_not
         for i in (1, 2)
     ]
     pool_kube = PoolKube(Kube(controller_api))
+    core, discovery = k8s.CoreV1Api(controller_api), k8s.DiscoveryV1Api(controller_api)
+    key = "%s/web" % kube_namespace
 
     def versions() -> list:
         return [
-            pool_kube.read(kind, kube_namespace, name)["metadata"]["resourceVersion"]
-            for kind, name in (("Secret", "web-endpoints"), ("Service", "web"), ("EndpointSlice", "web"))
+            core.read_namespaced_secret("web-endpoints", kube_namespace).metadata.resource_version,
+            core.read_namespaced_service("web", kube_namespace).metadata.resource_version,
+            discovery.read_namespaced_endpoint_slice("web", kube_namespace).metadata.resource_version,
         ]
 
-    assert Publisher(pool_kube).publish(pool, members, now, ("u", "p")) == []
-    written = versions()
-    assert Publisher(pool_kube).publish(pool, members, now + 90, ("u", "p")) == []
-    assert versions() == written
-    discovery = k8s.DiscoveryV1Api(controller_api)
-    edited = discovery.read_namespaced_endpoint_slice("web", kube_namespace)
-    edited.endpoints = edited.endpoints[:1]
-    discovery.replace_namespaced_endpoint_slice("web", kube_namespace, edited)
-    assert Publisher(pool_kube).publish(pool, members, now + 95, ("u", "p")) == []
-    assert _slice_of(discovery, kube_namespace) == ["10.1.2.1", "10.1.2.2"]
+    first = _published_informers(pool_kube, kube_namespace)
+    try:
+        assert Publisher(pool_kube, first).publish(pool, members, now, ("u", "p")) == []
+        written = versions()
+    finally:
+        _stop(first)
+    second = _published_informers(pool_kube, kube_namespace)
+    try:
+        assert Publisher(pool_kube, second).publish(pool, members, now + 90, ("u", "p")) == []
+        assert versions() == written
+        edited = discovery.read_namespaced_endpoint_slice("web", kube_namespace)
+        edited.endpoints = edited.endpoints[:1]
+        discovery.replace_namespaced_endpoint_slice("web", kube_namespace, edited)
+        kube_testlib.wait_for(
+            "the hand edit in the EndpointSlice cache",
+            lambda: len((second["EndpointSlice"].get(key) or {}).get("endpoints") or []) == 1,
+        )
+        assert Publisher(pool_kube, second).publish(pool, members, now + 95, ("u", "p")) == []
+        assert _slice_of(discovery, kube_namespace) == ["10.1.2.1", "10.1.2.2"]
+    finally:
+        _stop(second)
+
+
+def _published_informers(pool_kube, namespace: str) -> dict:
+    """The pool loop's informers of the Services and EndpointSlices it publishes, synced."""
+    from egress_proxies_controller.kube.informer import Informer
+
+    caches = {
+        "Service": Informer(
+            None, namespace, lambda _k: None, lister=pool_kube.list_services, resource="services"
+        ),
+        "EndpointSlice": Informer(
+            None, namespace, lambda _k: None, lister=pool_kube.list_endpoint_slices, resource="endpointslices"
+        ),
+    }
+    for informer in caches.values():
+        threading.Thread(target=informer.run, daemon=True).start()
+    for informer in caches.values():
+        assert informer.synced.wait(30), "%s informer did not sync" % informer.resource
+    return caches
+
+
+def _stop(caches: dict) -> None:
+    for informer in caches.values():
+        informer.stop()
 
 
 def _slice_of(discovery, namespace: str) -> list:

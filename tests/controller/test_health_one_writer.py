@@ -40,7 +40,7 @@ def cond(obj: dict, cond_type: str) -> dict:
 class NoWrites(FakeKube):
     """The engine's Kube: any write fails the test."""
 
-    def write_status(self, obj, compute, retry=True):
+    def write_status(self, obj, status):
         raise AssertionError("the health engine wrote status")
 
     def event(self, obj, event_type, reason, message, component):

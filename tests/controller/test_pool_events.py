@@ -55,7 +55,7 @@ def second_pool() -> dict:
 
 
 def test_with_nothing_changed_a_round_reads_nothing():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, pool_obj(), second_pool())
     counting = Counting(ctl)
     for _round in range(5):
@@ -64,7 +64,7 @@ def test_with_nothing_changed_a_round_reads_nothing():
 
 
 def test_a_members_status_change_brings_only_its_pool_round():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, pool_obj(), second_pool())
     counting = Counting(ctl)
     member = next(m for m in ctl.pools.created if m["metadata"]["name"].startswith("web-"))
@@ -77,7 +77,7 @@ def test_a_members_status_change_brings_only_its_pool_round():
 
 
 def test_a_pool_edit_brings_it_round():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, pool_obj())
     counting = Counting(ctl)
     edited = pool_obj(replicas=4)
@@ -88,7 +88,7 @@ def test_a_pool_edit_brings_it_round():
 
 
 def test_a_change_of_the_providers_files_names_brings_every_pool_round():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, pool_obj(), second_pool())
     counting = Counting(ctl)
     ctl.configured = lambda: ["local"]
@@ -97,7 +97,7 @@ def test_a_change_of_the_providers_files_names_brings_every_pool_round():
 
 
 def test_a_pool_comes_round_when_its_oldest_member_reaches_max_age():
-    ctl, _queue = controller()
+    ctl = controller()
     ctl.resync = 10**6  # only maxAge brings it round here
     ctl.clock = lambda: 1_796_119_300.0  # 2026-12-01T10:01:40Z
     obj = pool_obj()
@@ -124,7 +124,7 @@ def test_an_auth_pool_asks_its_secrets_version_every_recheck_and_reads_nothing_e
     """Secrets are not watched: each recheck is one metadata-only read, and while the Secret is
     unchanged no reconcile follows (before, every recheck was a whole reconcile: the Secret,
     its copy and everything published read again)."""
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, auth_pool(ctl))
     counting = Counting(ctl)
     reads = ctl.pools.version_reads
@@ -139,7 +139,7 @@ def test_an_auth_pool_asks_its_secrets_version_every_recheck_and_reads_nothing_e
 
 
 def test_a_changed_auth_secret_brings_its_pool_round_at_the_next_recheck():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, auth_pool(ctl))
     counting = Counting(ctl)
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "rotated")}
@@ -153,7 +153,7 @@ def test_a_changed_auth_secret_brings_its_pool_round_at_the_next_recheck():
 def test_an_auth_secret_that_cannot_be_read_is_retried_whole_every_recheck():
     """Nothing recorded for a Secret never read whole: each recheck is a reconcile, which
     reports the problem and makes its copy once the Secret is back."""
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, auth_pool(ctl))
     counting = Counting(ctl)
     creds = ctl.pools.secrets.pop("creds")
@@ -175,7 +175,7 @@ def test_an_auth_secret_that_cannot_be_read_is_retried_whole_every_recheck():
 def test_a_version_read_that_fails_reconciles_the_pool():
     """A version that cannot be read never passes for unchanged: the pool is reconciled, which
     reads the Secret itself and reports what it meets."""
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, auth_pool(ctl))
     counting = Counting(ctl)
 
@@ -189,7 +189,7 @@ def test_a_version_read_that_fails_reconciles_the_pool():
 
 
 def test_without_an_event_a_pool_is_still_reconciled_at_the_resync():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, pool_obj())
     counting = Counting(ctl)
     ctl.queue_clock.now += ctl.resync + 0.1
@@ -198,7 +198,7 @@ def test_without_an_event_a_pool_is_still_reconciled_at_the_resync():
 
 
 def test_a_pool_gone_is_forgotten_on_its_deletion_event():
-    ctl, _queue = controller()
+    ctl = controller()
     settled(ctl, pool_obj())
     assert "ns/web" in ctl._seen
     del ctl.informer.cache["ns/web"]
@@ -234,9 +234,6 @@ def test_the_informer_tells_its_watchers_every_change_status_included():
     informer.apply_event(
         "MODIFIED", {**obj, "metadata": {**obj["metadata"], "resourceVersion": "2"}, "status": {"state": "x"}}
     )
-    informer.apply_event(
-        "MODIFIED", {**obj, "metadata": {**obj["metadata"], "resourceVersion": "1"}}
-    )  # older: ignored
     gone = {**obj["metadata"], "resourceVersion": "3", "deletionTimestamp": "t", "finalizers": []}
     informer.apply_event("DELETED", {**obj, "metadata": gone})
     assert told == [("ns/p", True, False), ("ns/p", False, False), ("ns/p", False, True)]

@@ -19,13 +19,13 @@ def member(name: str, uid: str = "u1", **meta) -> dict:
 
 
 def started(replicas: int = 3):
-    ctl, queue = controller()
+    ctl = controller()
     ctl.informer.apply_event("MODIFIED", pool_obj(replicas=replicas))
-    return ctl, queue
+    return ctl
 
 
 def test_the_pool_loop_writes_no_member_into_the_proxy_cache():
-    ctl, _queue = started()
+    ctl = started()
     ctl.pools.held = True
     ctl.round()
     assert len(ctl.pools.created) == 3
@@ -33,7 +33,7 @@ def test_the_pool_loop_writes_no_member_into_the_proxy_cache():
 
 
 def test_a_pool_whose_creates_are_not_seen_yet_is_not_planned_again():
-    ctl, _queue = started()
+    ctl = started()
     ctl.pools.held = True
     ctl.round()
     tick(ctl)  # its resync comes: the cache still lacks the three members
@@ -45,7 +45,7 @@ def test_a_pool_whose_creates_are_not_seen_yet_is_not_planned_again():
 
 
 def test_the_watch_events_bring_the_pool_round_at_once():
-    ctl, _queue = started()
+    ctl = started()
     ctl.pools.held = True
     ctl.round()
     ctl.pools.deliver()
@@ -53,7 +53,7 @@ def test_the_watch_events_bring_the_pool_round_at_once():
 
 
 def test_a_lost_watch_event_holds_the_pool_only_until_the_expectations_expire():
-    ctl, _queue = started()
+    ctl = started()
     ctl.pools.held = True
     ctl.round()
     ctl.queue_clock.now += ctl.expectations.ttl - 1
@@ -65,7 +65,7 @@ def test_a_lost_watch_event_holds_the_pool_only_until_the_expectations_expire():
 
 
 def test_a_delete_is_expected_until_the_member_is_seen_deleting():
-    ctl, _queue = started(replicas=2)
+    ctl = started(replicas=2)
     ctl.round()
     make_ready(ctl)
     ctl.informer.apply_event(
@@ -83,7 +83,7 @@ def test_a_delete_is_expected_until_the_member_is_seen_deleting():
 
 
 def test_a_create_that_fails_is_not_waited_for():
-    ctl, _queue = started()
+    ctl = started()
     create, calls = ctl.pools.create_proxy, []
 
     def failing_second(namespace, body):
@@ -141,12 +141,10 @@ def test_a_controller_started_on_a_filled_proxy_cache_counts_the_members_there()
     """A restart: the Proxy informer's first list went out before the pool loop was built (the
     controller starts its loops after the cache synced), so the loop indexes the cache it joins;
     without that it saw no member and made every pool's members again."""
-    ctl, _queue = started()
+    ctl = started()
     ctl.round()
     make_ready(ctl)
     kube = types.SimpleNamespace(custom=None, core=None, api_client=k8s.ApiClient(), timeout=10)
-    restarted = pool_reconciler.PoolController(
-        kube, ctl.proxies, ctl.queue, ctl.configured, ctl.metrics, None
-    )
+    restarted = pool_reconciler.PoolController(kube, ctl.proxies, ctl.configured, ctl.metrics, None)
     made = sorted("ns/" + m["metadata"]["name"] for m in ctl.pools.created)
     assert len(made) == 3 and restarted.members.of("ns/web") == made

@@ -26,4 +26,4 @@ def test_the_auth_recheck_flag_reaches_the_loop_and_defaults_to_five_seconds():
     assert parser().parse_args([]).pool_auth_recheck == 5.0
     keywords = _prefixed(parser().parse_args(["--pool-auth-recheck", "12"]), "pool_")
     assert keywords["auth_recheck"] == 12.0
-    inspect.signature(PoolController).bind(*[None] * 5, None, **keywords)  # accepted as they are
+    inspect.signature(PoolController).bind(*[None] * 4, None, **keywords)  # accepted as they are

@@ -1,6 +1,6 @@
 """The pool loop's reads take no answer about another object (issue 28 §5, wherever it
-applies): a Secret, Service or EndpointSlice read, the auth Secret and its version are checked
-to be the kind and the object asked for, as the kubernetes provider checks its Pods.
+applies): a Secret read, a Secret, Service or EndpointSlice written, the auth Secret and its
+version are checked to be the kind and the object asked for, as the kubernetes provider checks its Pods.
 
 A proxy in front of the API server that answers with another pool's Secret (its credentials
 would go into this pool's endpoints) or with an HTML page is ``MalformedAnswer``: never read as
@@ -62,10 +62,21 @@ WRONG = {
 
 
 @pytest.mark.parametrize("case", WRONG)
-@pytest.mark.parametrize("kind", ["Secret", "Service", "EndpointSlice"])
-def test_a_read_answered_about_another_object_is_malformed(case, kind):
+def test_a_read_answered_about_another_object_is_malformed(case):
     with pytest.raises(MalformedAnswer):
-        pool_kube(WRONG[case](kind)).read(kind, "ns", "creds")
+        pool_kube(WRONG[case]("Secret")).read("Secret", "ns", "creds")
+
+
+@pytest.mark.parametrize("case", WRONG)
+@pytest.mark.parametrize("kind", ["Secret", "Service", "EndpointSlice"])
+def test_a_write_answered_about_another_object_is_malformed(case, kind):
+    """A create's or replace's answer is recorded as our own write: never another object's."""
+    body = {"kind": kind, "metadata": {"name": "creds", "namespace": "ns", "resourceVersion": "7"}}
+    with pytest.raises(MalformedAnswer):
+        pool_kube(WRONG[case](kind)).create(kind, "ns", body)
+    if kind != "Service":  # only ever created
+        with pytest.raises(MalformedAnswer):
+            pool_kube(WRONG[case](kind)).replace(kind, "ns", body)
 
 
 @pytest.mark.parametrize("case", WRONG)

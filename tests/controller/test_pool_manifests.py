@@ -15,8 +15,8 @@ POOL_RULES = {
     (GROUP, "proxypools/finalizers"): {"update"},
     (GROUP, "proxies"): {"create", "delete"},
     ("", "secrets"): {"create", "update", "delete"},
-    ("", "services"): {"get", "list", "watch", "create"},
-    ("discovery.k8s.io", "endpointslices"): {"get", "list", "watch", "create", "update"},
+    ("", "services"): {"list", "watch", "create"},
+    ("discovery.k8s.io", "endpointslices"): {"list", "watch", "create", "update"},
 }
 
 

@@ -6,8 +6,11 @@ rewritten while what it says is unchanged)."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 
+from egress_proxies_controller.kube.client import ApiException
+from egress_proxies_controller.kube.informer import Informer
 from egress_proxies_controller.pool.model import Member, Pool
 from egress_proxies_controller.pool.publish import Publisher, render, sliceable
 
@@ -53,26 +56,46 @@ def test_only_routable_ipv4_addresses_go_into_an_endpoint_slice():
     assert not sliceable("::1") and not sliceable("not-an-ip")
 
 
+WATCHED = ("Service", "EndpointSlice")
+
+
 class FakeKube:
-    """The PoolKube surface the Publisher uses, holding objects by (kind, name)."""
+    """The PoolKube surface the Publisher uses, holding objects by (kind, name); a Service's or
+    EndpointSlice's write reaches its (real) informer's cache as its watch event, at once."""
 
     def __init__(self):
-        self.objects, self.writes = {}, []
+        self.objects, self.writes, self.reads = {}, [], []
         self.credentials = ("u", "secret-pass")
+        self.caches = {kind: Informer(None, None, lambda _key: None, lister=list) for kind in WATCHED}
+        self.versions = itertools.count(1)
 
     def read(self, kind, _namespace, name):
+        self.reads.append(kind)
         obj = self.objects.get((kind, name))
         return json.loads(json.dumps(obj)) if obj else None
 
     def create(self, kind, _namespace, body):
+        if (kind, body["metadata"]["name"]) in self.objects:
+            raise ApiException(status=409, reason="AlreadyExists")
         self.writes.append(("create", kind))
-        self.objects[(kind, body["metadata"]["name"])] = dict(
-            body, metadata=dict(body["metadata"], resourceVersion="1")
-        )
+        return self._store(kind, body, "ADDED")
 
     def replace(self, kind, _namespace, body):
         self.writes.append(("replace", kind))
-        self.objects[(kind, body["metadata"]["name"])] = body
+        return self._store(kind, body, "MODIFIED")
+
+    def _store(self, kind: str, body: dict, event: str) -> dict:
+        meta = dict(
+            body["metadata"], namespace="ns", uid="u-" + kind, resourceVersion="v%d" % next(self.versions)
+        )
+        obj = self.objects[(kind, meta["name"])] = json.loads(json.dumps(dict(body, metadata=meta)))
+        if kind in self.caches:
+            self.caches[kind].apply_event(event, json.loads(json.dumps(obj)))
+        return obj
+
+
+def publisher(kube: FakeKube) -> Publisher:
+    return Publisher(kube, kube.caches)
 
 
 def pool(auth=True) -> Pool:
@@ -84,7 +107,7 @@ def pool(auth=True) -> Pool:
 
 def test_publisher_creates_then_rewrites_only_on_change():
     kube = FakeKube()
-    pub = Publisher(kube)
+    pub = publisher(kube)
     members = [member("a", "10.0.0.1")]
 
     def creds(_member):
@@ -104,8 +127,9 @@ def test_publisher_creates_then_rewrites_only_on_change():
     kube.writes.clear()
     pub.publish(pool(), members, NOW + 5, creds)  # only the age moved: nothing is written
     assert kube.writes == []
-    Publisher(kube).publish(pool(), members, NOW + 5, creds)  # nor by another publisher: none kept
-    assert kube.writes == []
+    kube.reads.clear()
+    publisher(kube).publish(pool(), members, NOW + 5, creds)  # nor by another publisher: none kept
+    assert kube.writes == [] and kube.reads == ["Secret"]  # the others from their caches
     pub.publish(pool(), [*members, member("b", "10.0.0.2")], NOW + 6, creds)
     assert sorted(kube.writes) == [("replace", "EndpointSlice"), ("replace", "Secret")]
 
@@ -115,8 +139,12 @@ def test_publisher_never_overwrites_an_object_the_pool_does_not_own():
     kube.objects[("Secret", "web-endpoints")] = {
         "metadata": {"name": "web-endpoints", "resourceVersion": "3"}
     }
-    problems = Publisher(kube).publish(pool(auth=False), [member("a", "10.0.0.1")], NOW)
-    assert problems == ["Secret web-endpoints exists and is not this pool's: left as it is"]
+    kube.objects[("Service", "web")] = {"metadata": {"name": "web", "resourceVersion": "3"}}
+    problems = publisher(kube).publish(pool(auth=False), [member("a", "10.0.0.1")], NOW)
+    assert problems == [  # the Service has no pool label: not in its cache, its create is refused
+        "Secret web-endpoints exists and is not this pool's: left as it is",
+        "Service web exists and is not this pool's: left as it is",
+    ]
     assert ("replace", "Secret") not in kube.writes
 
 
@@ -126,6 +154,6 @@ def test_an_unreadable_auth_secret_publishes_nothing_and_names_no_value():
     def fail(_member):
         raise LookupError("auth Secret ns/creds has no key 'password'")
 
-    problems = Publisher(kube).publish(pool(), [member("a", "10.0.0.1")], NOW, fail)
+    problems = publisher(kube).publish(pool(), [member("a", "10.0.0.1")], NOW, fail)
     assert problems == ["endpoints not published: auth Secret ns/creds has no key 'password'"]
     assert kube.writes == []

@@ -14,8 +14,10 @@ from egress_proxies_controller.proxy import auth_secret
 from .pool_fakes import UID, controller, make_ready, pool_obj, tick
 
 
-def test_members_are_owned_labelled_and_queued():
-    ctl, queue = controller()
+def test_members_are_owned_labelled_and_queued_by_their_watch():
+    ctl = controller()
+    queued = []
+    ctl.proxies.on_change = queued.append  # the Proxy informer's: the Proxy controller's queue
     ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     assert sorted(m["spec"]["provider"] for m in ctl.pools.created) == ["local", "local", "second"]
@@ -32,13 +34,13 @@ def test_members_are_owned_labelled_and_queued():
             "blockOwnerDeletion": True,
         }
     ]
-    assert sorted(queue) == sorted("ns/" + m["metadata"]["name"] for m in ctl.pools.created)
+    assert sorted(queued) == sorted("ns/" + m["metadata"]["name"] for m in ctl.pools.created)
     tick(ctl)  # counted from the cache at once: no second create
     assert len(ctl.pools.created) == 3
 
 
 def test_a_target_whose_provider_leaves_is_skipped_and_comes_back_at_once():
-    ctl, _queue = controller()
+    ctl = controller()
     ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     make_ready(ctl)
@@ -58,7 +60,7 @@ def test_a_target_whose_provider_leaves_is_skipped_and_comes_back_at_once():
 
 
 def test_a_member_failure_skips_its_target_for_the_retry_time():
-    ctl, _queue = controller()
+    ctl = controller()
     ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     side = next(m for m in ctl.pools.created if m["spec"]["provider"] == "second")
@@ -81,7 +83,7 @@ def test_a_member_failure_skips_its_target_for_the_retry_time():
 def test_a_target_over_capacity_keeps_its_members_on_their_way_and_only_the_failed_go():
     """Issue 31: of main's 4 members 2 failed QuotaExceeded and 2 fit, still Provisioning (not
     Ready). main holds 2 (not 0: its Ready count), so only the failed ones are deleted."""
-    ctl, _queue = controller()
+    ctl = controller()
     ctl.informer.apply_event("MODIFIED", pool_obj(replicas=6))
     tick(ctl)
     main = [m for m in ctl.pools.created if m["spec"]["provider"] == "local"]
@@ -97,7 +99,7 @@ def test_a_target_over_capacity_keeps_its_members_on_their_way_and_only_the_fail
 
 
 def test_deleting_a_pool_deletes_its_members_and_releases_it_when_none_is_left():
-    ctl, _queue = controller()
+    ctl = controller()
     ctl.informer.apply_event("MODIFIED", pool_obj())
     tick(ctl)
     obj = ctl.informer.get("ns/web")
@@ -114,7 +116,7 @@ def test_deleting_a_pool_deletes_its_members_and_releases_it_when_none_is_left()
 
 
 def test_a_proxy_of_another_owner_is_never_a_member():
-    ctl, _queue = controller()
+    ctl = controller()
     stranger = {
         "metadata": {
             "name": "web-zzzzz",
@@ -172,7 +174,7 @@ def test_a_change_of_the_auth_secrets_content_rolls_the_members_under_the_budget
     would rotate each member in place); new content is a new copy, so a new revision: the
     members roll with maxUnavailable 1, each published with the credentials it has, and the old
     copy is deleted once no member names it. No password is in a member, the status or an Event."""
-    ctl, _queue = controller()
+    ctl = controller()
     said = recording(ctl)
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "first-pass")}
     ctl.informer.apply_event("MODIFIED", auth_pool())
@@ -215,7 +217,7 @@ def test_a_change_of_the_auth_secrets_content_rolls_the_members_under_the_budget
 
 
 def test_the_same_content_keeps_every_member_and_the_fingerprint_is_the_pools_own():
-    ctl, _queue = controller()
+    ctl = controller()
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "pass")}
     ctl.informer.apply_event("MODIFIED", auth_pool())
     tick(ctl)
@@ -232,7 +234,7 @@ def test_the_same_content_keeps_every_member_and_the_fingerprint_is_the_pools_ow
 
 
 def test_an_unreadable_auth_secret_changes_no_member_and_says_so_once():
-    ctl, _queue = controller()
+    ctl = controller()
     said = recording(ctl)
     ctl.informer.apply_event("MODIFIED", auth_pool())
     tick(ctl)
@@ -254,7 +256,7 @@ def test_an_unreadable_auth_secret_changes_no_member_and_says_so_once():
 
 
 def test_a_copy_name_taken_by_another_owner_makes_no_member():
-    ctl, _queue = controller()
+    ctl = controller()
     said = recording(ctl)
     ctl.pools.secrets["creds"] = {"credentials": ("crawler", "pass")}
     from egress_proxies_controller.pool import auth as pool_auth

@@ -12,10 +12,9 @@ import copy
 import pytest
 from egress_proxies_controller.kube import conditions
 from egress_proxies_controller.pool.auth import PoolAuth
-from egress_proxies_controller.pool.publish import Publisher
 from egress_proxies_controller.proxy import auth_secret
 
-from .pool_fakes import FakeInformer, controller, make_ready, pool_obj, tick
+from .pool_fakes import controller, make_ready, pool_obj, real_publisher, tick
 
 
 def auth_pool() -> dict:
@@ -26,8 +25,8 @@ def auth_pool() -> dict:
 
 def publishing(obj: dict, secrets=None):
     """A controller with the real Publisher, its pool settled: members Ready and published."""
-    ctl, _queue = controller()
-    ctl.publisher = Publisher(ctl.pools)
+    ctl = controller()
+    ctl.publisher = real_publisher(ctl)
     ctl.pools.secrets.update(secrets or {})
     ctl.informer.apply_event("MODIFIED", obj)
     for _round in range(3):
@@ -39,11 +38,15 @@ def publishing(obj: dict, secrets=None):
 
 def restarted(old):
     """A controller started afresh over what ``old`` left on the API: the same API objects,
-    the pools and members listed again by its informers, nothing else of ``old``'s."""
-    ctl, _queue = controller()
+    the pools, members and published objects listed again by its informers, nothing else of
+    ``old``'s."""
+    ctl = controller()
     ctl.pools = old.pools
-    ctl.pools.proxies = ctl.proxies
-    ctl.publisher, ctl.auth = Publisher(ctl.pools), PoolAuth(ctl.pools)
+    ctl.pools.proxies, ctl.pools.published = ctl.proxies, ctl.published
+    ctl.publisher, ctl.auth = real_publisher(ctl), PoolAuth(ctl.pools)
+    for kind, informer in ctl.published.items():
+        for obj in ctl.pools.others.get(kind, {}).values():
+            informer.apply_event("ADDED", copy.deepcopy(obj))
     for obj in old.proxies.cache.values():
         ctl.proxies.apply_event("MODIFIED", obj)
     for obj in old.informer.cache.values():
@@ -94,8 +97,8 @@ def test_a_published_object_edited_or_deleted_by_hand_is_put_back_at_the_pools_n
     assert published.count("http://") == 3
     edited = ctl.pools.secrets["web-endpoints"]
     edited["data"] = dict(edited["data"], **{"proxies.txt": b64("http://10.9.9.9:3128\n")})
-    del ctl.pools.others["Service"]["web"]
-    del ctl.pools.others["EndpointSlice"]["web"]
+    ctl.pools.by_hand(ctl.pools.others["Service"]["web"], "DELETED")
+    ctl.pools.by_hand(ctl.pools.others["EndpointSlice"]["web"], "DELETED")
     if fresh:
         ctl = restarted(ctl)
     ctl.pools.writes.clear()
@@ -111,50 +114,37 @@ def test_a_published_object_edited_or_deleted_by_hand_is_put_back_at_the_pools_n
     assert ctl.pools.writes == []
 
 
-def watching_published(ctl) -> FakeInformer:
-    """The published objects' informer, its watcher the controller's (as ``__init__`` wires it),
-    holding what the pool published; the round their arrival brings writes nothing."""
-    informer = FakeInformer()
-    informer.watchers.append(ctl._published_changed)
-    for kind in ("Service", "EndpointSlice"):
-        informer.apply_event("ADDED", copy.deepcopy(ctl.pools.others[kind]["web"]))
+def settled(ctl) -> None:
+    """The round the published objects' own events bring writes nothing."""
     ctl.pools.writes.clear()
     ctl.round()
     assert ctl.pools.writes == []
-    return informer
 
 
 def test_a_service_or_endpointslice_deleted_or_edited_by_hand_is_put_back_at_once():
-    """Their watch brings the pool round with no resync: the round below does not move the
+    """Their watch brings the pool round with no resync: the rounds below do not move the
     queue's clock, so only the event can have queued the pool."""
     ctl = publishing(pool_obj())
-    informer = watching_published(ctl)
-    service = ctl.pools.others["Service"].pop("web")
-    ctl.pools.writes.clear()
-    ctl.round()
-    assert ctl.pools.writes == []  # nothing told the loop yet
-    informer.apply_event("DELETED", service)
+    settled(ctl)
+    ctl.pools.by_hand(ctl.pools.others["Service"]["web"], "DELETED")
     ctl.round()
     assert ctl.pools.writes == [("create", "Service", "web")]
-    edited = ctl.pools.others["EndpointSlice"]["web"]
+    edited = copy.deepcopy(ctl.pools.others["EndpointSlice"]["web"])
     good = edited["endpoints"]
     edited["endpoints"] = [*good, {"addresses": ["10.9.9.9"], "conditions": {"ready": True}}]
-    edited["metadata"]["resourceVersion"] = "7"
+    edited["metadata"]["resourceVersion"] = "by-hand-7"
     ctl.pools.writes.clear()
-    informer.apply_event("MODIFIED", edited)
+    ctl.pools.by_hand(edited)
     ctl.round()
     assert ctl.pools.writes == [("replace", "EndpointSlice", "web")]
     assert ctl.pools.others["EndpointSlice"]["web"]["endpoints"] == good
-    ctl.pools.writes.clear()
-    informer.apply_event("MODIFIED", ctl.pools.others["EndpointSlice"]["web"])  # our write, back
-    ctl.round()
-    assert ctl.pools.writes == []
+    settled(ctl)  # our write came back through the watch: nothing to do
 
 
 def test_an_object_no_pool_controls_brings_no_pool_round():
     ctl = publishing(pool_obj())
-    informer = watching_published(ctl)
-    ctl.pools.others["Service"].pop("web")
+    settled(ctl)
+    informer = ctl.published["Service"]
     stray = {"metadata": {"name": "other", "namespace": "ns", "labels": {"crawl.example.com/pool": "web"}}}
     informer.apply_event("ADDED", stray)
     informer.apply_event("DELETED", stray)
@@ -240,8 +230,8 @@ def test_a_problem_changed_or_back_after_a_fix_is_reported_again():
 def test_a_problem_is_told_at_the_tick_that_records_it_in_the_status():
     """A status write that fails (the pool changed meanwhile) records nothing, so nothing is
     told: the next tick, which records it, tells it once."""
-    ctl, _queue = controller()
-    ctl.publisher = Publisher(ctl.pools)
+    ctl = controller()
+    ctl.publisher = real_publisher(ctl)
     ctl.informer.apply_event("MODIFIED", auth_pool())
     write = ctl.pools.write_status
     ctl.pools.write_status = lambda _obj, _status: None

@@ -68,7 +68,7 @@ def test_proxies_are_counted_by_provider_ready_and_reason_at_each_scrape():
 
 
 def test_a_pool_reports_its_rotation_progress_and_its_floor():
-    ctl, _queue = pools.controller()
+    ctl = pools.controller()
     obj = pools.pool_obj(replicas=4)
     obj["spec"]["strategy"] = {"maxSurge": 1, "maxUnavailable": "50%"}
     ctl.informer.apply_event("MODIFIED", obj)

@@ -4,9 +4,11 @@ The other files that speak to the API server (the informer's watch, Leases, pool
 client's names from here (``client``, ``watch``, ``ApiException``), so a client upgrade or a
 change of library touches this file's imports only.
 
-Status goes through the status subresource with optimistic concurrency (resourceVersion) and
-is retried on conflict by re-reading the object; the finalizer is changed the same way. Events
-are best effort: a failed Event never fails a reconcile.
+Status goes through the status subresource with optimistic concurrency (the resourceVersion of
+the snapshot the reconcile decided from), and the finalizer is patched the same way; neither is
+retried nor re-read here: a conflict (409) raises ``Conflict`` and the caller requeues the key,
+whose next reconcile decides from the newer object its watch delivers. Events are best effort: a
+failed Event never fails a reconcile.
 """
 
 from __future__ import annotations
@@ -20,15 +22,13 @@ from kubernetes.client.exceptions import ApiException
 from .. import api, version
 from . import errors, events
 
-__all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "load", "watch"]
+__all__ = ["ApiException", "Conflict", "Kube", "StartupError", "client", "guarded", "load", "watch"]
 
 log = logging.getLogger("egress_proxies_controller.kube.client")
 
-CONFLICT_RETRIES = 5
-
 
 class Conflict(Exception):
-    """A write met a newer object (409) and the caller asked not to retry it."""
+    """A write met a newer object (409): the caller's snapshot is stale, its key is requeued."""
 
 
 class StartupError(Exception):
@@ -37,6 +37,19 @@ class StartupError(Exception):
     def __init__(self, flag: str, message: str):
         super().__init__("%s: %s" % (flag, message))
         self.flag = flag
+
+
+def guarded(what: str, write):
+    """One write guarded by resourceVersion, never retried: its answer, None when the object is
+    gone (404), ``Conflict`` naming ``what`` when it changed since it was read (409)."""
+    try:
+        return write()
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        if exc.status == 409:
+            raise Conflict(what) from None
+        raise
 
 
 def _one_line(exc: BaseException) -> str:
@@ -125,64 +138,41 @@ class Kube:
                 return None
             raise
 
-    def _update_with_retry(self, obj: dict, what: str, attempt, retry: bool = True) -> dict | None:
-        """Optimistic concurrency: ``attempt(obj)`` returns the written object, ``obj`` itself for
-        "nothing to write", or raises ApiException; a 409 re-reads the object and tries again
-        (with ``retry``; else it raises ``Conflict``). Returns None when the object is gone."""
+    def write_status(self, obj: dict, status: dict) -> dict | None:
+        """Replace ``obj``'s status with ``status``, guarded by ``obj``'s resourceVersion: the
+        written object, None when it is gone or ``status`` is already its status, ``Conflict``
+        when the object changed since ``obj`` was read (the caller requeues its key)."""
         meta = obj["metadata"]
-        for _try in range(CONFLICT_RETRIES):
-            try:
-                return attempt(obj)
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                if exc.status != 409:
-                    raise
-                if not retry:
-                    raise Conflict("%s of %s/%s" % (what, meta["namespace"], meta["name"])) from None
-            obj = self.get_proxy(meta["namespace"], meta["name"])
-            if obj is None:
-                return None
-        raise RuntimeError(
-            "%s of %s/%s: conflict after %d retries"
-            % (what, meta["namespace"], meta["name"], CONFLICT_RETRIES)
-        )
-
-    def write_status(self, obj: dict, compute, retry: bool = True) -> dict | None:
-        """Replace the status with ``compute(obj)`` (a dict, or None for no change), guarded by
-        ``obj``'s resourceVersion; a conflict re-reads and recomputes (``retry``) or raises
-        ``Conflict``. Returns the object written, or None when gone/unchanged."""
-
-        def attempt(current):
-            status = compute(current)
-            if status is None or status == (current.get("status") or {}):
-                return None
-            meta = current["metadata"]
-            return self.custom.replace_namespaced_custom_object_status(
+        if status == (obj.get("status") or {}):
+            return None
+        return guarded(
+            "status of %s/%s" % (meta["namespace"], meta["name"]),
+            lambda: self.custom.replace_namespaced_custom_object_status(
                 api.GROUP,
                 api.VERSION,
                 meta["namespace"],
                 api.PROXY_PLURAL,
                 meta["name"],
-                dict(current, status=status),
+                dict(obj, status=status),
                 _request_timeout=self.timeout,
-            )
-
-        return self._update_with_retry(obj, "status", attempt, retry)
+            ),
+        )
 
     def set_finalizer(self, obj: dict, present: bool) -> dict | None:
-        """Add or remove our finalizer (a patch guarded by resourceVersion)."""
-
-        def attempt(current):
-            meta = current["metadata"]
-            finalizers = list(meta.get("finalizers") or [])
-            if (api.FINALIZER in finalizers) == present:
-                return current
-            finalizers = (
-                [*finalizers, api.FINALIZER] if present else [f for f in finalizers if f != api.FINALIZER]
-            )
-            patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-            return self.custom.patch_namespaced_custom_object(
+        """Add or remove our finalizer with a patch guarded by ``obj``'s resourceVersion: the
+        object written (``obj`` itself when nothing is to change), None when it is gone,
+        ``Conflict`` when it changed since ``obj`` was read (the caller requeues its key)."""
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if (api.FINALIZER in finalizers) == present:
+            return obj
+        finalizers = (
+            [*finalizers, api.FINALIZER] if present else [f for f in finalizers if f != api.FINALIZER]
+        )
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
+        return guarded(
+            "finalizer of %s/%s" % (meta["namespace"], meta["name"]),
+            lambda: self.custom.patch_namespaced_custom_object(
                 api.GROUP,
                 api.VERSION,
                 meta["namespace"],
@@ -190,9 +180,8 @@ class Kube:
                 meta["name"],
                 patch,
                 _request_timeout=self.timeout,
-            )
-
-        return self._update_with_retry(obj, "finalizer", attempt)
+            ),
+        )
 
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         """A Secret's value; ``LookupError`` with a readable reason when it cannot be had."""

@@ -13,9 +13,12 @@ Only changes a reconcile cares about enqueue a key: spec (generation), deletion,
 finalizers; status writes do not, and neither does any version the controller wrote itself
 (``own_writes``, kube/own_writes.py): the reconcile that wrote it already decided what follows.
 The cache holds only what the watch delivered, never what the controller wrote: ``snapshot``
-answers ``BEHIND`` for a key whose cache is older than our last write of it, and the event that
-catches up queues the key again. ``watchers`` are told every change of the cache, status
-included: the pool loop follows its members' status with one.
+answers ``BEHIND`` for a key whose cache has not got our last write of it yet, and the event that
+catches up queues the key again. resourceVersions are opaque (compared for equality only): the
+watch starts at the list's version and resumes after the last event applied, so each event it
+delivers is newer than the cached object by the watch's own order, and replaces it.
+``watchers`` are told every change of the cache, status included: the pool loop follows its
+members' status with one.
 
 The cache holds objects trimmed of what no reconcile reads (``trimmed``): ``managedFields``
 (server-side apply bookkeeping, often larger than the spec) and kubectl's
@@ -32,7 +35,7 @@ import threading
 from ..proxy.spec import trim_inline_cloud_init
 from . import errors
 from .client import ApiException, watch
-from .object_ids import key_of, resource_version
+from .object_ids import key_of
 from .own_writes import OwnWrites
 
 log = logging.getLogger("egress_proxies_controller.kube.informer")
@@ -42,7 +45,7 @@ PAGE_SIZE = 500
 # How many deleted objects' UIDs the cache remembers to drop their replayed events (a few
 # hundred KiB at most; a UID forgotten only lets a replay older than 10,000 deletes through).
 DELETED_UIDS_KEPT = 10_000
-#: what ``snapshot`` answers while the cache is older than the controller's last write of the key
+#: what ``snapshot`` answers while the cache has not got the controller's last write of the key
 BEHIND = object()
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
@@ -121,7 +124,7 @@ class Informer:
 
     def snapshot(self, key: str):
         """The cached object a reconcile decides from: None when gone, ``BEHIND`` while the cache
-        is older than our last write of it (the key is queued again when it catches up)."""
+        has not got our last write of it (the key is queued again when it catches up)."""
         with self._lock:
             obj = self._cache.get(key)
             return BEHIND if self.own_writes.behind(key, obj) else obj
@@ -141,10 +144,8 @@ class Informer:
                     self._deleted_uids.popitem(last=False)
             elif uid in self._deleted_uids:
                 return  # an event of an object already deleted (a replay): it never comes back
-            elif _newer_or_other(obj, old):
-                self._cache[key] = obj
             else:
-                return  # an event older than the cached version (a list raced it)
+                self._cache[key] = obj  # newer than the cached one by the watch's order
             new = None if kind == "DELETED" else obj
             caught_up = self.own_writes.seen(key, new)
         self._tell(key, old, new)
@@ -182,12 +183,14 @@ class Informer:
             watcher(key, old, new)
 
     def _list(self) -> str:
+        started = self.own_writes.list_started()
         objects, version = self._list_pages()
         items = {key_of(o): o for o in objects}
         with self._lock:
             old = self._cache
             self._cache = items
-            caught_up = {k for k in set(items) | set(old) if self.own_writes.seen(k, items.get(k))}
+            changed = set(items) | set(old)
+            caught_up = {k for k in changed if self.own_writes.seen(k, items.get(k), listed_after=started)}
         self.relists += 1
         for key, obj in items.items():
             self._tell(key, old.get(key), obj)
@@ -259,13 +262,3 @@ class Informer:
             if kind != "BOOKMARK":
                 self.apply_event(kind, obj)
             self.resume_version = (obj.get("metadata") or {}).get("resourceVersion") or self.resume_version
-
-
-def _newer_or_other(obj: dict, current: dict | None) -> bool:
-    """Whether ``obj`` may replace ``current`` in the cache: a newer version, or another object
-    (a new UID under the same name)."""
-    if current is None:
-        return True
-    if (obj.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
-        return True
-    return resource_version(obj) >= resource_version(current)

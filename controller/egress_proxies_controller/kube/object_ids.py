@@ -1,5 +1,5 @@
-"""How the controller names a cached object and orders its versions: one definition for the
-informer's cache and the own-write expectations (kube/own_writes.py), which must agree."""
+"""How the controller names a cached object and its version: one definition for the informer's
+cache and the own-write expectations (kube/own_writes.py), which must agree."""
 
 from __future__ import annotations
 
@@ -10,10 +10,7 @@ def key_of(obj: dict) -> str:
     return "%s/%s" % (meta.get("namespace", ""), meta.get("name", ""))
 
 
-def resource_version(obj: dict) -> int:
-    """The object's resourceVersion as a number (0 when absent or not a number): the API
-    server's are etcd revisions, so a larger one is a later write."""
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+def resource_version(obj: dict) -> str:
+    """The object's resourceVersion as the API server sent it ("" when absent). The API defines
+    it as opaque: compare it for equality only, never for order (kube/own_writes.py)."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -16,8 +16,11 @@ instance work: a member is an ordinary Proxy.
 
 Nothing is written into an informer's cache: a member created or deleted is expected
 (expectations.py) and the pool is not planned again until the Proxy informer has seen it (no
-double creates); the pool's own writes come back through its watch. What a pool does next is
-decided from one snapshot (decision.py, pure); this file carries it out. A target is skipped
+double creates); the pool's own writes come back through its watch, and so do its members to
+the Proxy controller (their events queue them there: no list of keys is handed over). What a
+pool does next is decided from one snapshot (decision.py, pure): the pool, its members and what
+it publishes, all from informer caches (the Secrets aside); this file carries it out. A write
+that meets a newer object (409) raises ``Conflict`` and the pool is requeued. A target is skipped
 while its provider is not in the providers file, or for ``target_retry`` seconds after one of
 its current members latched PermanentError or QuotaExceeded (it keeps every member that has
 not failed, Ready or still Provisioning, and only the failed ones go; the rest of its share
@@ -36,6 +39,7 @@ from .. import collection  # noqa: F401  # pylint: disable=unused-import
 # isort: split
 from .. import api
 from ..kube import conditions, errors
+from ..kube.client import Conflict
 from ..kube.informer import Informer, key_of
 from ..kube.workqueue import WorkQueue
 from ..loops.periodic import PeriodicLoop
@@ -60,6 +64,8 @@ from .publish import Publisher
 # isort: split
 
 log = logging.getLogger("egress_proxies_controller.pool")
+#: the Events of what a tick did, sent even when its status write failed
+ACTIONS = ("MemberDeleted", "MembersCreated")
 
 
 def _ignore(_key: str) -> None:
@@ -78,7 +84,6 @@ class PoolController(PeriodicLoop):
         self,
         kube,
         proxy_informer,
-        queue,
         configured,
         metrics,
         namespace: str | None,
@@ -95,7 +100,6 @@ class PoolController(PeriodicLoop):
         self.kube = kube
         self.pools = PoolKube(kube)
         self.proxies = proxy_informer
-        self.queue = queue
         self.configured = configured  # () -> the providers file's names in use (None: none yet)
         self.metrics = metrics  # PoolMetrics
         self.resync = resync
@@ -111,20 +115,20 @@ class PoolController(PeriodicLoop):
         self.informer = Informer(
             kube, namespace, self.due.add, lister=self.pools.list_pools, resource="proxypools"
         )
-        # What the pools publish, watched by the pool label (their Secrets cannot be: that would
-        # take listing every Secret of the namespace); each named by its resource, as RBAC is.
-        self.published = [
-            Informer(kube, namespace, _ignore, lister=lister, resource=resource)
-            for resource, lister in (
-                ("services", self.pools.list_services),
-                ("endpointslices", self.pools.list_endpoint_slices),
+        # What the pools publish, by kind, watched by the pool label (their Secrets cannot be:
+        # that would take listing every Secret of the namespace); each informer named by its
+        # resource, as RBAC is. The Publisher reads them from these caches, never with a get.
+        self.published = {
+            kind: Informer(kube, namespace, _ignore, lister=lister, resource=resource)
+            for kind, resource, lister in (
+                ("Service", "services", self.pools.list_services),
+                ("EndpointSlice", "endpointslices", self.pools.list_endpoint_slices),
             )
-        ]
-        for informer in self.published:
+        }
+        for informer in self.published.values():
             informer.watchers.append(self._published_changed)
-        self.publisher = Publisher(self.pools)
+        self.publisher = Publisher(self.pools, self.published)
         self.auth = PoolAuth(self.pools)
-        self._touched = []  # member keys for the Proxy reconciler, queued at the end of the tick
         # pool key -> (uid, target names) of the pools this process reconciled: which of this
         # process's own metric series to drop when a pool goes. Process state by nature (the
         # series live in this process), unlike anything a pool decides, which is read from the
@@ -136,7 +140,7 @@ class PoolController(PeriodicLoop):
         import threading
 
         threading.Thread(target=self.informer.run, name="pool-informer", daemon=True).start()
-        for informer in self.published:
+        for informer in self.published.values():
             threading.Thread(
                 target=informer.run, name="pool-%s-informer" % informer.resource, daemon=True
             ).start()
@@ -144,7 +148,7 @@ class PoolController(PeriodicLoop):
 
     def stop(self, timeout: float = 30.0) -> None:
         self.informer.stop()
-        for informer in self.published:
+        for informer in self.published.values():
             informer.stop()
         self.due.shutdown()
         self.auth_checks.shutdown()
@@ -178,7 +182,8 @@ class PoolController(PeriodicLoop):
     def round(self) -> None:
         """Reconcile the pools that are due: changed (the pool, a member), or at a time one of
         them must act on (``_next_check``). Nothing changed, nothing is read."""
-        if not (self.informer.synced.is_set() and self.proxies.synced.is_set()) or not self.may_act():
+        informers = [self.informer, self.proxies, *self.published.values()]
+        if not all(i.synced.is_set() for i in informers) or not self.may_act():
             return
         configured = self.configured()
         names = None if configured is None else frozenset(configured)
@@ -186,16 +191,10 @@ class PoolController(PeriodicLoop):
             self._names = names
             self.resync_all()
         self._check_auth_secrets()
-        keys = self.due.pop_due(10**6, 0.0)
-        self._touched = []
-        try:
-            for key in keys:
-                self._one(key)
-        finally:
-            # The members made or deleted this tick go to the Proxy reconciler together, so
-            # one tick's creates of a provider are one run (not one run each).
-            for key in self._touched:
-                self.queue.add(key)
+        # The members made or deleted here reach the Proxy reconciler through the Proxy
+        # informer's watch (their ADDED event, their deletionTimestamp), as any Proxy's do.
+        for key in self.due.pop_due(10**6, 0.0):
+            self._one(key)
 
     def _one(self, key: str) -> None:
         obj = self.informer.get(key)
@@ -214,6 +213,13 @@ class PoolController(PeriodicLoop):
         member_objs = [o for o in map(self.proxies.get, self.members.of(key)) if o and owner_uid(o) == uid]
         try:
             self.reconcile(obj, member_objs)
+        except Conflict as exc:
+            # A write met a newer object than the snapshot: decide again from what the watch
+            # brings (after the queue's back-off, by when it has normally arrived).
+            log.info("pool %s: %s changed meanwhile: requeued", key, exc)
+            self.due.done(key)
+            self.due.add_rate_limited(key)
+            return
         except Exception as exc:
             errors.log_failure(log, "pool %s: reconcile failed" % key, exc)
             self.due.done(key)
@@ -287,7 +293,7 @@ class PoolController(PeriodicLoop):
         if POOL_FINALIZER not in pool.finalizers:
             written = self.pools.set_finalizer(obj, True)
             if written is None:
-                return  # changed meanwhile: the next tick reads it again
+                return  # gone meanwhile: its DELETED event ends it
             obj, pool = written, Pool.from_object(written)
         configured = self.configured()
         if configured is None:
@@ -355,10 +361,17 @@ class PoolController(PeriodicLoop):
 
     def _write(self, obj: dict, pool: Pool, status: dict, events: list) -> None:
         """The status when it changed, then the Events. When the write fails (the pool changed
-        meanwhile) only the actions' Events go: a transition or a problem not recorded is told
-        at the tick that records it, so a problem's Event goes once, whatever process sends it."""
-        if status != (obj.get("status") or {}) and self.pools.write_status(obj, status) is None:
-            events = [e for e in events if e[1] in ("MemberDeleted", "MembersCreated")]
+        meanwhile: ``Conflict``, raised on for the pool to be requeued; or gone) only the
+        actions' Events go: a transition or a problem not recorded is told at the tick that
+        records it, so a problem's Event goes once, whatever process sends it."""
+        try:
+            written = status == (obj.get("status") or {}) or self.pools.write_status(obj, status)
+        except Conflict:
+            self._events(obj, pool, [e for e in events if e[1] in ACTIONS])
+            raise
+        self._events(obj, pool, events if written is not None else [e for e in events if e[1] in ACTIONS])
+
+    def _events(self, obj: dict, pool: Pool, events: list) -> None:
         for event_type, reason, message in events:
             if reason == "PublishFailed":
                 log.warning("pool %s/%s: %s", pool.namespace, pool.name, message)
@@ -377,7 +390,6 @@ class PoolController(PeriodicLoop):
                     for _unmade in range(total - created):
                         self.expectations.create_failed(pool_key)
                     raise
-                self._touched.append(key_of(made))
                 self.metrics.created.labels(pool.namespace, pool.name, target.name).inc()
                 log.info(
                     "pool %s/%s: created member %s (target %s)",
@@ -399,7 +411,6 @@ class PoolController(PeriodicLoop):
         except Exception:
             self.expectations.delete_failed(pool_key, member_key)
             raise
-        self._touched.append(member_key)
 
     def _finalize(self, obj: dict, pool: Pool, member_objs: list) -> None:
         """The pool is being deleted: delete every member, release the pool once none is left."""

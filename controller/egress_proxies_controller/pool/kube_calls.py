@@ -6,8 +6,9 @@ Each answer is checked as the kubernetes provider checks its own (``helpers/kube
 of the kind asked for and about the object asked for, else ``MalformedAnswer``, never read as
 that object or as its absence.
 
-Writes are guarded by resourceVersion and never retried here: a conflict (409) means the cache
-was behind, and the next tick plans again from the newer object. A member is deleted with a
+Writes are guarded by resourceVersion and never retried here: a conflict (409) raises
+``Conflict`` (the snapshot was stale) and the pool controller requeues the pool, whose next
+reconcile decides from the newer object its watch delivers. A member is deleted with a
 UID precondition, so only the very Proxy the plan saw (one the pool controls) can go.
 """
 
@@ -20,7 +21,7 @@ from .. import collection  # noqa: F401  # pylint: disable=unused-import
 
 # isort: split
 from .. import api
-from ..kube.client import ApiException, client
+from ..kube.client import ApiException, client, guarded
 from .model import POOL_FINALIZER, POOL_LABEL, POOL_PLURAL
 
 # isort: split
@@ -45,7 +46,8 @@ class PoolKube:
         return self.custom.list_cluster_custom_object(api.GROUP, api.VERSION, POOL_PLURAL, **kwargs)
 
     def set_finalizer(self, obj: dict, present: bool) -> dict | None:
-        """Add or remove the pool's finalizer; None on a conflict or when the pool is gone."""
+        """Add or remove the pool's finalizer; None when the pool is gone, ``Conflict`` when it
+        changed since ``obj`` was read."""
         meta = obj["metadata"]
         finalizers = [f for f in meta.get("finalizers") or [] if f != POOL_FINALIZER]
         if present:
@@ -59,8 +61,10 @@ class PoolKube:
         )
 
     def _write_pool(self, write, meta: dict, body: dict) -> dict | None:
-        """One write of the pool ``meta`` names; None on a conflict or when the pool is gone."""
-        return self._tolerant(
+        """One write of the pool ``meta`` names; None when the pool is gone, ``Conflict`` when it
+        changed since ``meta`` was read."""
+        return guarded(
+            "ProxyPool %s/%s" % (meta["namespace"], meta["name"]),
             lambda: write(
                 api.GROUP,
                 api.VERSION,
@@ -69,7 +73,7 @@ class PoolKube:
                 meta["name"],
                 body,
                 _request_timeout=self.timeout,
-            )
+            ),
         )
 
     def create_proxy(self, namespace: str, body: dict) -> dict:
@@ -115,12 +119,9 @@ class PoolKube:
     # -- what a pool publishes -------------------------------------------------------------
 
     def read(self, kind: str, namespace: str, name: str):
-        """The Secret, Service or EndpointSlice ``name`` as a dict, or None when absent."""
-        reader = {
-            "Secret": self.core.read_namespaced_secret,
-            "Service": self.core.read_namespaced_service,
-            "EndpointSlice": self.discovery.read_namespaced_endpoint_slice,
-        }[kind]
+        """The Secret ``name`` as a dict, or None when absent (the Services and EndpointSlices
+        pools publish are read from their informers: RBAC grants no get of them)."""
+        reader = {"Secret": self.core.read_namespaced_secret}[kind]
         try:
             return _read_one(reader, kind, namespace, name, _request_timeout=self.timeout)
         except ApiException as exc:
@@ -160,20 +161,33 @@ class PoolKube:
             return lister(*args, **kwargs)
         return kube_answers.read(lister, *args, kind=list_kind, **kwargs)
 
-    def create(self, kind: str, namespace: str, body: dict) -> None:
+    def create(self, kind: str, namespace: str, body: dict) -> dict:
+        """The object created, as the API server's JSON (its version: an own write)."""
         creator = {
             "Secret": self.core.create_namespaced_secret,
             "Service": self.core.create_namespaced_service,
             "EndpointSlice": self.discovery.create_namespaced_endpoint_slice,
         }[kind]
-        creator(namespace, body, _request_timeout=self.timeout)
+        answer = kube_answers.read(creator, namespace, body, kind=kind, _request_timeout=self.timeout)
+        return _about(answer, kind, namespace, body["metadata"]["name"])
 
-    def replace(self, kind: str, namespace: str, body: dict) -> None:
+    def replace(self, kind: str, namespace: str, body: dict) -> dict:
+        """The object written, guarded by ``body``'s resourceVersion: ``Conflict`` when the
+        object changed since it was read."""
         replacer = {
             "Secret": self.core.replace_namespaced_secret,
             "EndpointSlice": self.discovery.replace_namespaced_endpoint_slice,
         }[kind]
-        replacer(body["metadata"]["name"], namespace, body, _request_timeout=self.timeout)
+        name = body["metadata"]["name"]
+        return guarded(
+            "%s %s/%s" % (kind, namespace, name),
+            lambda: _about(
+                kube_answers.read(replacer, name, namespace, body, kind=kind, _request_timeout=self.timeout),
+                kind,
+                namespace,
+                name,
+            ),
+        )
 
     def secret_version(self, namespace: str, name: str) -> str | None:
         """The resourceVersion of Secret ``name`` (its metadata only: no value is read), None
@@ -230,6 +244,10 @@ def _credentials(secret: dict, namespace: str, name: str) -> tuple:
 def _read_one(reader, kind: str, namespace: str, name: str, **kwargs) -> dict:
     """``reader``'s answer as the API server's JSON, checked to be the ``kind`` asked for and
     about ``namespace/name`` (``MalformedAnswer`` otherwise: never read as that object)."""
-    body = kube_answers.read(reader, name, namespace, kind=kind, **kwargs)
+    return _about(kube_answers.read(reader, name, namespace, kind=kind, **kwargs), kind, namespace, name)
+
+
+def _about(body: dict, kind: str, namespace: str, name: str) -> dict:
+    """``body``, checked to be about ``namespace/name`` (``MalformedAnswer`` otherwise)."""
     kube_answers.about(kube_answers.section(body, "metadata"), kind, namespace, name)
     return body

@@ -5,14 +5,20 @@ member was made with when template.auth is set, pool_auth) and ``proxies.json`` 
 provider, zone, createdAt, age); crawlers mount it. The selector-less headless Service
 ``<pool>`` and the EndpointSlice of the Ready members' addresses make ``<pool>.<namespace>.svc``
 resolve to them. All three are owned by the pool (Kubernetes collects them with it) and are
-rewritten only when what they say differs from what the object on the API says: each is read
-back (one ``get``) at every publish and compared by content, ``age`` aside. Nothing about them is
-kept in the process, so a restarted controller, or another replica taking over, writes nothing
-while they are right, and an object edited or deleted by hand is put back at the pool's next
-tick. The content itself is compared, not a digest annotation beside it, which a hand edit of the
-data would leave as it was. An object of that name that the pool does not own is never
-overwritten. Credentials exist only in the Secret's data: never in a log line, an Event or the
-pool's status.
+rewritten only when what they say differs from the object as it is, compared by content, ``age``
+aside: the Service and the EndpointSlice as their informers' caches hold them (watched by the
+pool label: no API call at a publish that changes nothing), the Secret read back with one
+``get`` (Secrets are not watched: that would take listing every Secret of the namespace). Our
+own writes reach those caches through their watch only: until it delivers one, the object is
+``BEHIND`` (kube/own_writes.py) and left alone, and its event queues the pool again. A replace
+is guarded by the version it was decided from: a conflict raises ``Conflict`` and the pool is
+requeued. Nothing about them is kept in the process, so a restarted controller, or another
+replica taking over, writes nothing while they are right, and an object edited or deleted by
+hand is put back at the pool's next tick. The content itself is compared, not a digest
+annotation beside it, which a hand edit of the data would leave as it was. An object of that
+name that the pool does not own is never overwritten (one without the pool label is not in the
+caches: its create answers 409 AlreadyExists and it is reported the same way). Credentials
+exist only in the Secret's data: never in a log line, an Event or the pool's status.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import logging
 import time
 import urllib.parse
 
+from ..kube.client import ApiException, Conflict
+from ..kube.informer import BEHIND
 from .model import POOL_LABEL, Member, Pool, owner_reference
 
 log = logging.getLogger("egress_proxies_controller.pool.publish")
@@ -91,10 +99,12 @@ def _owned(obj: dict, pool: Pool) -> bool:
 
 
 class Publisher:
-    """Writes a pool's three objects from what the API holds; keeps no state of its own."""
+    """Writes a pool's three objects from what the API holds; keeps no state of its own.
+    ``caches``: the informer of each watched kind (Service, EndpointSlice) by kind."""
 
-    def __init__(self, pool_kube):
+    def __init__(self, pool_kube, caches: dict):
         self.kube = pool_kube
+        self.caches = caches
 
     def publish(self, pool: Pool, members: list, now: float, credentials=None) -> list:
         """Bring the three objects up to date; returns problems to report (never a secret).
@@ -148,22 +158,39 @@ class Publisher:
         """One object; an API error is a problem to report, never the end of the pool's tick."""
         try:
             return self._write(pool, body, replace)
+        except Conflict:
+            raise  # decided from a stale object: the pool is requeued
         except Exception as exc:
             reason = getattr(exc, "reason", "") or type(exc).__name__
             return ["%s %s not written: %s" % (body["kind"], body["metadata"]["name"], reason)]
 
     def _write(self, pool: Pool, body: dict, replace: bool) -> list:
-        """Create, replace or leave ``body``'s object as the one on the API calls for (the
-        Service is only ever created: nothing in it changes)."""
+        """Create, replace or leave ``body``'s object as the one it is calls for (the Service is
+        only ever created: nothing in it changes)."""
         kind, name = body["kind"], body["metadata"]["name"]
-        current = self.kube.read(kind, pool.namespace, name)
+        cache = self.caches.get(kind)
+        if cache is None:
+            current = self.kube.read(kind, pool.namespace, name)
+        else:
+            current = cache.snapshot("%s/%s" % (pool.namespace, name))
+            if current is BEHIND:
+                return []  # our last write of it is on its way: its watch event queues the pool
         if current is None:
-            self.kube.create(kind, pool.namespace, body)
+            try:
+                written = self.kube.create(kind, pool.namespace, body)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                return ["%s %s exists and is not this pool's: left as it is" % (kind, name)]
         elif not _owned(current, pool):
             return ["%s %s exists and is not this pool's: left as it is" % (kind, name)]
         elif replace and self._differs(kind, current, body):
             body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            self.kube.replace(kind, pool.namespace, body)
+            written = self.kube.replace(kind, pool.namespace, body)
+        else:
+            return []
+        if cache is not None:
+            cache.own_writes.wrote(written)
         return []
 
     @staticmethod

@@ -25,9 +25,8 @@ class StatusWrites:
 
     def commit(self, obj: dict, step: rec.Step):
         """Finalizer, then status, then Events; returns the latest object (None when gone).
-
-        The finalizer patches re-read on a conflict: adding or removing our own finalizer means
-        the same on any version."""
+        Every write is guarded by the snapshot's resourceVersion: a conflict raises
+        ``client.Conflict`` for the caller to requeue the key."""
         if step.add_finalizer:
             obj = self.kube.set_finalizer(obj, True)
             if obj is None:
@@ -37,7 +36,7 @@ class StatusWrites:
                 os._exit(137)
             self.own_writes.wrote(obj)
         if step.status is not None:
-            written = self.kube.write_status(obj, lambda _current: step.status, retry=False)
+            written = self.kube.write_status(obj, step.status)
             if written is not None:
                 obj = written
                 self.own_writes.wrote(obj)
