@@ -70,3 +70,54 @@ def test_the_first_answered_item_is_written_before_the_batchs_last_is_answered(p
     written = [s for key, s in kube.status_writes if key == FIRST and s.get("providerID")]
     assert len(written) == 1
     assert len(executor.calls) == 1
+
+
+class ProvisioningFirst(StreamingExecutor):
+    """The first item streams Provisioning (its key is polled again at once, a new call that
+    waits for the provider's busy run); the final results repeat that create's answer."""
+
+    def execute(self, actions, create_fields, on_answer=None):
+        if len(self.calls) or FIRST not in actions or actions[FIRST].op != "create":
+            self.calls.append(sorted(actions))
+            return {k: running(k, a, create_fields.get(k)) for k, a in actions.items()}
+        self.calls.append(sorted(actions))
+        answers = {k: running(k, a, create_fields.get(k)) for k, a in actions.items()}
+        answers[FIRST].instance["state"] = "Provisioning"
+        on_answer(FIRST, answers[FIRST])
+        self.release.wait(30)
+        return answers
+
+
+def test_a_late_copy_of_an_answer_never_answers_the_keys_next_call(providers_file):
+    """The streamed answer was applied and the key asked for its next call (a poll, waiting for
+    the busy provider); the run's final results then repeat the create's answer: it is dropped,
+    not delivered as the poll's answer (one Created Event, one create status write)."""
+    kube = FakeKube()
+    kube.put(proxy_object(name="p1", uid="uid-1"))
+    kube.put(proxy_object(name="p2", uid="uid-2"))
+    executor = ProvisioningFirst()
+    m = manager(kube, executor, providers_file)
+    m.tick = 0.05
+    for key in (FIRST, LAST):
+        m.queue.add(key)
+    loop = threading.Thread(target=m.run, daemon=True)
+    loop.start()
+    try:
+        end = time.monotonic() + 20
+        while not m.batcher.waiting("local") and time.monotonic() < end:
+            time.sleep(0.01)
+        assert m.batcher.waiting("local") == [FIRST]  # its poll waits for the busy run
+        executor.release.set()
+        while len(executor.calls) < 2 and time.monotonic() < end:
+            time.sleep(0.01)
+        while m.busy() and time.monotonic() < end:
+            time.sleep(0.01)
+    finally:
+        executor.release.set()
+        m.stop.set()
+        m.queue.shutdown()
+        loop.join(10)
+    assert executor.calls[1] == [FIRST]  # the poll ran, answered by its own run
+    created = [e for e in kube.events if e[0] == FIRST and e[2] == "Created"]
+    assert len(created) == 1
+    assert (kube.get(FIRST)["status"] or {}).get("state") == "Running"

@@ -87,7 +87,7 @@ class Batcher:
         with self._lock:
             if self._closed:  # stopping: nothing new starts; the queue keeps the keys
                 for call in calls:
-                    self._release(call.key, self.requeue_delay)
+                    self._release(call.key, call.action, self.requeue_delay)
                 return
             now = time.monotonic()
             for call in calls:
@@ -113,8 +113,8 @@ class Batcher:
             self._since.clear()
             self._lock.notify_all()
         for calls in waiting.values():
-            for key in calls:
-                self._release(key, self.requeue_delay)
+            for key, call in calls.items():
+                self._release(key, call.action, self.requeue_delay)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until no call waits and every run ended; False when ``timeout`` passed first."""
@@ -197,13 +197,13 @@ class Batcher:
         as one ``reconcile`` span (its runner runs, and each key's ``reconcile.apply``, are children)."""
         if self.owns is not None:
             for key in [k for k in group if not self.owns(k)]:
-                del group[key]
-                self._release(key, None)  # its shard is being given up: not ours soon
+                call = group.pop(key)
+                self._release(key, call.action, None)  # its shard is being given up: not ours soon
         if not group:
             return
         if not self.may_act():  # no longer leading (or not yet): the keys wait in the queue
-            for key in group:
-                self._release(key, self.requeue_delay)
+            for key, call in group.items():
+                self._release(key, call.action, self.requeue_delay)
             return
         actions = {key: call.action for key, call in group.items()}
         attributes = {
@@ -225,27 +225,27 @@ class Batcher:
                     answered(key, answers.get(key) or NO_ANSWER)
         except Exception as exc:
             errors.log_failure(log, "run of %d keys failed" % len(group), exc)
-            for key in group:  # only the keys it still holds: the others were answered
-                if self.in_flight.settle(key):
+            for key, call in group.items():  # only the calls not answered yet
+                if self.in_flight.settle(key, call.action):
                     self.queue.add_rate_limited(key)
 
     def _answered(self, key: str, action: Action, answer: Answer, trace=None) -> None:
         """``answer`` to the mailbox and its key to the queue, once per key."""
         _maybe_crash(action, answer)
         with self._answering:
-            if key not in self.in_flight:
-                return  # answered already (streamed, then in the final results)
+            if not self.in_flight.holds(key, action):
+                return  # answered already (streamed, then in the final results), or a newer call
             if not self.may_act():  # no longer leading: the next leader reads the objects afresh
-                self.in_flight.settle(key)
+                self.in_flight.settle(key, action)
                 return
             self.mailbox.put(key, action, answer, trace)  # before it leaves InFlight: never planned anew
-            self.in_flight.settle(key)
+            self.in_flight.settle(key, action)
         self.queue.add(key)
 
-    def _release(self, key: str, delay) -> None:
-        """Let ``key`` go unanswered: requeued after ``delay`` seconds (None: not requeued)."""
-        self.in_flight.settle(key)
-        if delay is not None:
+    def _release(self, key: str, action: Action, delay) -> None:
+        """Let ``key``'s call ``action`` go unanswered: requeued after ``delay`` seconds (None:
+        not requeued)."""
+        if self.in_flight.settle(key, action) and delay is not None:
             self.queue.add_after(key, delay)
 
 

@@ -207,7 +207,7 @@ class ProxyController:
                 errors.log_failure(log, "reconcile of %s failed" % key, exc)
             outcome = rc.Outcome(rc.DONE, rec.Step(backoff=True))
         if outcome.what == rc.CALL:
-            self.in_flight.add(key)
+            self.in_flight.add(key, outcome.call.action)
         if pop:
             self.queue.done(key)
         self._after(key, outcome, time.monotonic() - started)
