@@ -30,7 +30,7 @@ from .health_observations import HealthObservations
 from .in_flight import InFlight
 from .mailbox import Mailbox
 from .reconciler import Proxy, Reconciler
-from .status_writes import FAULT_ENV, StatusWrites  # noqa: F401  # FAULT_ENV: the tests' import
+from .status_writes import StatusWrites
 
 log = logging.getLogger("egress_proxies_controller.proxy.controller")
 POP_SLACK = 0.25  # seconds after the first due key that a worker takes keys early (a poll round)
