@@ -15,7 +15,7 @@ import threading
 
 from .flags import ENV_PROVIDERS_FILE, parser
 from .kube.workqueue import WorkQueue
-from .proxy.held_keys import HeldKeys
+from .proxy.in_flight import InFlight
 from .stop_signals import stop_on_signals
 from .telemetry import log_format
 from .telemetry import metrics as metrics_mod
@@ -123,7 +123,7 @@ def _run(args) -> int:
     queue = WorkQueue(args.backoff_base, args.backoff_max, metrics=metrics.queue)
     informer = Informer(kube, args.namespace, queue.add)
     metrics.count_proxies(informer.objects)
-    held = HeldKeys()  # the Proxy controller's, and sharding's to ask before a shard is given up
+    in_flight = InFlight()  # the batcher's calls under way; sharding asks it before giving a shard up
     readiness = Readiness(informer, leading=not args.leader_elect, liveness_timeout=args.liveness_timeout)
     readiness.refusal = refusal
     servers = _servers(args, kube, metrics, readiness)
@@ -136,7 +136,7 @@ def _run(args) -> int:
         ) from None
     except work_dir.UnsafeWorkDir as exc:
         raise kube_mod.StartupError("--work-dir", str(exc)) from None
-    elector, sharding = _leases(args, kube, metrics, readiness, informer, queue, held, identity)
+    elector, sharding = _leases(args, kube, metrics, readiness, informer, queue, in_flight, identity)
     if elector is not None and sharding is None:
         log.info("waiting for the lease %s/%s", args.leader_election_namespace, args.leader_election_id)
         try:
@@ -168,7 +168,7 @@ def _run(args) -> int:
         may_act=may_act,
         report_missing=reports.missing,
         owns=sharding.owns if sharding is not None else None,
-        held=held,
+        in_flight=in_flight,
         observations=observations,
     )
     readiness.manager = manager
@@ -235,7 +235,7 @@ def _servers(args, kube, metrics, readiness) -> list:
     return servers
 
 
-def _leases(args, kube, metrics, readiness, informer, queue, held, identity) -> tuple:
+def _leases(args, kube, metrics, readiness, informer, queue, in_flight, identity) -> tuple:
     """(elector, sharding): the shard coordinator and its Sharding with ``--shards`` above 1, a
     leader elector (not yet holding the Lease) with ``--leader-elect``, or neither."""
     lease = dict(
@@ -247,7 +247,7 @@ def _leases(args, kube, metrics, readiness, informer, queue, held, identity) -> 
         from .sharding.keys import Sharding, ShardKeys
         from .sharding.leases import ShardCoordinator
 
-        keys = ShardKeys(args.shards, informer, queue, held)
+        keys = ShardKeys(args.shards, informer, queue, in_flight)
         coordinator = ShardCoordinator(
             *lease_of,
             args.shards,

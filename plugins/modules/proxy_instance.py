@@ -162,6 +162,16 @@ options:
     type: str
     choices: [fail_all, fail_item]
     default: fail_all
+  result_stream:
+    description:
+      - Controller-internal. With O(instances), a pipe or FIFO to which each item's result is
+        written as soon as that item finishes, one JSON line C({"index": N, "result": {...}}) per
+        item (N counts from 0 in O(instances)' order; the result is the one O(results) holds,
+        which never carries a secret). The final O(results) still answer every item.
+      - Anything else (a regular file, a directory, a missing path) is refused before any item
+        is touched; a reader that goes away does not fail the run.
+    type: path
+    version_added: 0.3.0
   force:
     description:
       - With O(state=absent), delete an instance of this installation even when its ownership uid
@@ -430,6 +440,7 @@ def argument_spec() -> dict:
     spec = dict(INSTANCE_OPTIONS)
     spec["instances"] = {"type": "list", "elements": "dict", "options": dict(INSTANCE_OPTIONS)}
     spec["invalid_items"] = {"type": "str", "choices": ["fail_all", "fail_item"], "default": "fail_all"}
+    spec["result_stream"] = {"type": "path"}
     return spec
 
 

@@ -9,6 +9,7 @@ answers each action with a function of the action and can edit objects while "th
 from __future__ import annotations
 
 import copy
+import time
 
 from egress_proxies_controller import api
 from egress_proxies_controller.kube.client import Conflict
@@ -127,7 +128,7 @@ class FakeExecutor:
         self.during = during  # called once the run "started", e.g. to edit an object
         self.calls = []
 
-    def execute(self, actions, create_fields):
+    def execute(self, actions, create_fields, on_answer=None):
         self.calls.append(dict(actions))
         answers = {}
         fields = {}
@@ -164,3 +165,20 @@ def proxy_object(name: str = "p1", namespace: str = "ns", uid: str = "uid-1", **
 
 def conflict() -> ApiException:
     return ApiException(status=409, reason="Conflict")
+
+
+def settle(manager, seconds: float = 30.0) -> list:
+    """Do what the manager's workers do, in this thread: reconcile the keys due now, then each
+    key an answer brings back, until no call waits, runs or waits to be applied. Returns the
+    keys reconciled, in order."""
+    end, handled = time.monotonic() + seconds, []
+    while time.monotonic() < end:
+        keys = manager.queue.pop_due(100, 0)
+        if keys:
+            manager.process(keys)
+            handled += keys
+        elif not manager.busy():
+            return handled
+        else:
+            time.sleep(0.002)
+    raise AssertionError("the manager did not settle within %.0fs" % seconds)

@@ -18,7 +18,7 @@ from egress_proxies_controller.proxy.reconciler import Answer, Settings
 from egress_proxies_controller.proxy.spec import INLINE_DIGEST_KEY, ProxySpec, digest_of
 
 from .fake_cluster import FakeExecutor, FakeInformer, FakeKube, proxy_object
-from .test_manager_snapshots import tick
+from .test_manager_snapshots import applied
 
 USER_DATA = "#cloud-config\nwrite_files:\n  - path: /etc/motd\n    content: sentinel-user-data\n"
 KEY = "ns/p1"
@@ -79,7 +79,7 @@ def test_a_create_from_the_trimmed_cache_carries_the_text_read_from_the_api_serv
         lambda key, action, fields: seen.setdefault(key, fields) and running(key, action, fields)
     )
     m = manager(kube, executor, providers_file)
-    tick(m)
+    applied(m)
     assert seen[KEY]["cloud_init"] == USER_DATA
     assert "cloud_init" not in seen["ns/plain"]
     assert kube.gets == [KEY]  # one read, for the Proxy with inline text only
@@ -100,12 +100,15 @@ def test_text_edited_after_the_plan_is_never_sent_and_the_proxy_is_planned_again
 
     kube.get_proxy = edit_then_get
     sent = []
-    m.executor = FakeExecutor(lambda key, action, fields: sent.append(fields) or running(key, action, fields))
-    tick(m)
+    m.batcher.executor = FakeExecutor(
+        lambda key, action, fields: sent.append(fields) or running(key, action, fields)
+    )
+    applied(m)
     assert all("edited" not in (f or {}).get("cloud_init", "") for f in sent)
     assert not (kube.get(KEY)["status"] or {}).get("providerID")  # nothing made from either text
     assert kube.get("ns/plain")["status"]["providerID"]  # only that Proxy waits
     kube.get_proxy = real_get
-    assert KEY in tick(m)  # requeued: its answer (409 on the edited object) recorded, planned again
-    assert KEY in tick(m)  # from generation 2
+    # Its answer (Transient: the text changed) was recorded on generation 2 and the key requeued:
+    # planned again from generation 2, and that create's answer recorded.
+    assert KEY in applied(m)
     assert (kube.get(KEY)["status"] or {}).get("observedGeneration") == 2

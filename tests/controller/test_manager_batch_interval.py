@@ -36,7 +36,7 @@ def test_work_due_within_the_interval_gathers_into_one_batch(providers_file):
     kube = FakeKube()
     executor = FakeExecutor(running)
     m = manager(kube, executor, providers_file)
-    m.tick, m.min_batch_interval = 0.02, 3.0
+    m.tick, m.batcher.min_batch_interval = 0.02, 3.0
     kube.put(proxy_object(name="p1", uid="u1"))
     m.queue.add("ns/p1")
     thread = run_loop(m)

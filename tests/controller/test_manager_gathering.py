@@ -18,7 +18,7 @@ from egress_proxies_controller.proxy.controller import ProxyController
 from egress_proxies_controller.proxy.reconciler import Settings
 from egress_proxies_controller.proxy.spec import ProxySpec
 
-from .fake_cluster import FakeInformer, FakeKube, proxy_object
+from .fake_cluster import FakeInformer, FakeKube, proxy_object, settle
 from .test_manager_snapshots import running
 
 
@@ -30,7 +30,7 @@ class BlockingExecutor:
         self.started = threading.Event()
         self.calls = []
 
-    def execute(self, actions, create_fields):
+    def execute(self, actions, create_fields, on_answer=None):
         self.calls.append(sorted(actions))
         if len(self.calls) == 1:
             self.started.set()
@@ -57,7 +57,7 @@ def busy(tmp_path, **kwargs) -> tuple:
     kube.put(proxy_object(name="first", uid="u-0"))
     executor = BlockingExecutor()
     m = make(tmp_path, kube, executor, **kwargs)
-    m._process(m.queue.pop_due(10, 0))
+    m.process(m.queue.pop_due(10, 0))
     assert executor.started.wait(10)
     return kube, executor, m
 
@@ -66,7 +66,7 @@ def arrive(kube, m, name: str) -> None:
     """A new Proxy whose key comes due and is taken by a tick of its own."""
     kube.put(proxy_object(name=name, uid="u-" + name))
     m.queue.add("ns/" + name)
-    m._process(m.queue.pop_due(10, 0))
+    m.process(m.queue.pop_due(10, 0))
 
 
 def test_keys_that_find_the_provider_busy_go_together_in_the_run_its_freed_slot_starts(tmp_path):
@@ -75,10 +75,10 @@ def test_keys_that_find_the_provider_busy_go_together_in_the_run_its_freed_slot_
         arrive(kube, m, "p%d" % i)
     assert executor.calls == [["ns/first"]]  # nothing started beside the busy run
     executor.release.set()
-    assert m.drain(10)
+    settle(m)
     assert executor.calls[1] == ["ns/p%d" % i for i in range(1, 6)]  # one run, no queue round trip
     assert all(kube.get("ns/p%d" % i)["status"]["providerID"] for i in range(1, 6))
-    assert not m.held.any(lambda key: True)
+    assert not m.busy()
 
 
 def running_proxy(name: str) -> dict:
@@ -97,9 +97,9 @@ def busy_then_due(tmp_path, polls: int, creates: int, **kwargs):
     for i in range(creates):
         kube.put(proxy_object(name="c%d" % i, uid="u-c%d" % i))
         m.queue.add("ns/c%d" % i)
-    m._process(m.queue.pop_due(100, 0))
+    m.process(m.queue.pop_due(100, 0))
     executor.release.set()
-    assert m.drain(10)
+    settle(m)
     return kube, executor, m
 
 
@@ -115,7 +115,7 @@ def test_a_waiting_run_carries_the_polls_and_at_most_batch_max_creates(tmp_path)
 def test_polls_beyond_poll_batch_max_go_in_the_next_run(tmp_path):
     _kube, executor, m = busy_then_due(tmp_path, polls=5, creates=0, poll_batch_max=2)
     assert [len(call) for call in executor.calls[1:]] == [2, 2, 1]
-    assert not m.held.any(lambda key: True)
+    assert not m.busy()
 
 
 def test_running_proxies_answered_at_different_times_come_due_in_the_same_round(tmp_path):
@@ -127,11 +127,9 @@ def test_running_proxies_answered_at_different_times_come_due_in_the_same_round(
     for i in range(3):  # created (and found Running) one after another
         kube.put(proxy_object(name="p%d" % i, uid="u-%d" % i))
         m.queue.add("ns/p%d" % i)
-        m._process(m.queue.pop_due(10, 0))
-        assert m.drain(10)
+        settle(m)
         m.queue.add("ns/p%d" % i)  # the first poll
-        m._process(m.queue.pop_due(10, 0))
-        assert m.drain(10)
+        settle(m)
         assert kube.get("ns/p%d" % i)["status"]["state"] == "Running"
         due["ns/p%d" % i] = m.queue._due["ns/p%d" % i]
         threading.Event().wait(0.3)
@@ -161,8 +159,7 @@ def test_without_rounds_each_proxy_is_polled_one_interval_after_its_answer(tmp_p
     kube.put(proxy_object(name="p0", uid="u-0"))
     for _step in range(2):  # the create, then the first poll
         m.queue.add("ns/p0")
-        m._process(m.queue.pop_due(10, 0))
-        assert m.drain(10)
+        settle(m)
     left = m.queue._due["ns/p0"] - m.queue._clock()
     assert 59.0 <= left <= 60.0
 
@@ -171,7 +168,7 @@ def test_new_work_of_a_busy_provider_waits_for_the_handover_even_with_slots_free
     kube, executor, m = busy(tmp_path, runs_in_flight=3, gather_while_busy=30.0)
     for i in range(3):  # three arrivals, two slots free: none starts a run of its own
         arrive(kube, m, "p%d" % i)
-    m._flush_waiting()  # not waited long enough yet
+    threading.Event().wait(0.3)  # the batcher looks again: not waited long enough yet
     assert executor.calls == [["ns/first"]]
     executor.release.set()
     assert m.drain(10)
@@ -182,9 +179,8 @@ def test_work_that_waited_long_enough_takes_a_free_slot_while_the_busy_run_goes_
     kube, executor, m = busy(tmp_path, runs_in_flight=3, gather_while_busy=0.2)
     arrive(kube, m, "late")
     assert executor.calls == [["ns/first"]]
-    threading.Event().wait(0.3)
-    m._flush_waiting()
     for _attempt in range(100):  # the flushed run is answered while the first one still hangs
+        m.process(m.queue.pop_due(10, 0))  # its answer's event, reconciled
         if (kube.get("ns/late").get("status") or {}).get("providerID"):
             break
         threading.Event().wait(0.05)

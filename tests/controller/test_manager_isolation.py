@@ -29,7 +29,7 @@ class SplitExecutor:
         self.slow_started = threading.Event()
         self.calls = []
 
-    def execute(self, actions, create_fields):
+    def execute(self, actions, create_fields, on_answer=None):
         self.calls.append(sorted(a.provider for a in actions.values()))
         if any(a.provider == "slow" for a in actions.values()):
             self.slow_started.set()
@@ -58,7 +58,7 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
     kube.put(proxy_object(name="s1", uid="u-s1", provider="slow"))
     executor = SplitExecutor()
     m = make(tmp_path, kube, executor)
-    worker = threading.Thread(target=m._process, args=(m.queue.pop_due(10, 0),))
+    worker = threading.Thread(target=m.process, args=(m.queue.pop_due(10, 0),))
     worker.start()
     try:
         assert executor.slow_started.wait(10)
@@ -69,6 +69,7 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
             return bool(status.get("providerID"))
 
         for _attempt in range(200):  # the fast Proxy is written while the slow run still hangs
+            m.process(m.queue.pop_due(10, 0))  # its answer's event, reconciled
             if fast_written():
                 done.set()
                 break
@@ -77,16 +78,16 @@ def test_a_stuck_provider_holds_only_its_own_proxies(tmp_path):
         kube.put(proxy_object(name="s2", uid="u-s2", provider="slow"))
         m.queue.add("ns/f1")
         m.queue.add("ns/s2")
-        m._process(m.queue.pop_due(10, 0))  # a later tick: the slow provider's slot is taken
+        m.process(m.queue.pop_due(10, 0))  # a later tick: the slow provider's slot is taken
         assert ["slow"] not in executor.calls[2:]  # s2 waits for slow's slot ...
-        assert m.slots.waiting("slow") == ["ns/s2"]  # ... held, not in a second run
-        assert m.held.any(lambda key: key == "ns/s2")  # never handed out twice meanwhile
+        assert m.batcher.waiting("slow") == ["ns/s2"]  # ... waiting, not in a second run
+        assert "ns/s2" in m.in_flight  # its reconciles decide nothing new meanwhile
     finally:
         executor.release.set()
         worker.join(10)
         assert m.drain(10)
     assert executor.calls.count(["slow"]) == 2  # the stuck run's slot went straight to s2
-    assert not m.slots.any_waiting() and not m.held.any(lambda key: True)
+    assert not m.batcher.waiting("slow") and len(m.in_flight) == 0
     for _key, status in kube.status_writes:
         if _key == "ns/f1":
             ready = next(c for c in status["conditions"] if c["type"] == "Ready")

@@ -52,8 +52,18 @@ def manager(kube, executor, providers_file, informer=None) -> ProxyController:
 
 
 def tick(m: ProxyController) -> list:
+    """One round of the workers: the keys due now reconciled, their calls run. The answers wait
+    in the mailbox, their keys queued: the next round applies them."""
     keys = m.queue.pop_due(100, 0)
-    m._process(keys)
+    m.process(keys)
+    assert m.drain(30)
+    return keys
+
+
+def applied(m: ProxyController) -> list:
+    """A round, then the reconcile of each answer it brought back."""
+    keys = tick(m)
+    m.process(m.queue.pop_due(100, 0))
     assert m.drain(30)
     return keys
 
@@ -63,10 +73,10 @@ def test_spec_edit_during_a_create_records_the_planned_spec_then_replaces(provid
     planned = kube.put(proxy_object())
     executor = FakeExecutor(running, during=lambda: kube.put(proxy_object(port=8080)))
     m = manager(kube, executor, providers_file)
-    assert tick(m) == [KEY]  # the answer's write meets generation 2 (409): filed, requeued
+    assert tick(m) == [KEY]  # the create ran while the spec changed: its answer waits
     assert not kube.get(KEY).get("status")
     executor.during = None
-    assert tick(m) == [KEY]  # the filed answer recorded on generation 2, then planned again
+    assert tick(m) == [KEY]  # the answer recorded on generation 2, then requeued at once
     status = kube.get(KEY)["status"]
     assert status["specHash"] == ProxySpec.from_object(planned).hash()
     assert status["observedGeneration"] == 1 and status["providerID"]
@@ -163,7 +173,7 @@ def test_a_secret_that_cannot_be_read_fails_only_its_proxy(providers_file):
     }
     executor = FakeExecutor(running)
     m = manager(kube, executor, providers_file)
-    tick(m)
+    applied(m)
     assert kube.get("ns/p2")["status"]["providerID"]
     ready = next(c for c in kube.get(KEY)["status"]["conditions"] if c["type"] == "Ready")
     assert ready["reason"] == "Retrying" and "ci" in ready["message"]
@@ -202,7 +212,7 @@ class RunMarkingExecutor(FakeExecutor):
         self.kube = kube
         self.fields = []
 
-    def execute(self, actions, create_fields):
+    def execute(self, actions, create_fields, on_answer=None):
         self.kube.running = True
         try:
             self.fields.append(dict(create_fields))
@@ -221,7 +231,7 @@ def test_a_run_gets_every_create_field_before_it_starts_and_reads_nothing_while_
     kube.secrets[("ns", "ci")] = {"user-data": b"#cloud-config\nruncmd: []\n"}
     executor = RunMarkingExecutor(kube)
     m = manager(kube, executor, providers_file, InlineTrimmingInformer(kube))
-    tick(m)
+    applied(m)
     assert kube.reads_in_run == []
     (fields,) = executor.fields
     assert fields[KEY]["cloud_init"] == "#cloud-config\nruncmd: []\n"
@@ -270,7 +280,7 @@ def test_a_provider_removed_under_proxies_with_instances_is_reported_once(provid
 
 
 class FailingExecutor:
-    def execute(self, actions, create_fields):
+    def execute(self, actions, create_fields, on_answer=None):
         raise RuntimeError("the runner blew up")
 
 
@@ -283,11 +293,10 @@ def test_a_failed_run_backs_off_only_the_keys_it_held(providers_file):
     kube.put(latched)
     kube.put(proxy_object(name="p2", uid="uid-2"))
     m = manager(kube, FailingExecutor(), providers_file)
-    m._batch_slots.acquire()  # as the loop does before handing a batch over
-    m._batch(m.queue.pop_due(100, 0))
-    assert m.drain(30)
+    tick(m)
     assert m.queue.failures("ns/p2") == 1
     assert m.queue.failures(KEY) == 0
+    assert not m.busy()  # nothing left in flight or in the mailbox
 
 
 def test_creates_ask_for_an_owner_reference_to_their_proxy(providers_file):
@@ -308,31 +317,37 @@ def test_creates_ask_for_an_owner_reference_to_their_proxy(providers_file):
     assert (seen["namespace"], seen["proxy_name"]) == tuple(KEY.split("/"))
 
 
-def test_a_conflict_on_the_answers_write_files_it_for_the_next_reconcile(providers_file):
-    """Issue 30: the create's answer meets a newer object (409): it is not re-applied to a
-    fresh copy in the same breath; the key is requeued and its next reconcile applies the filed
-    answer to the object it reads, with no second call to the provider."""
+def test_a_conflict_on_the_answers_write_drops_it_and_the_next_reconcile_plans_afresh(providers_file):
+    """Issue 38: the create's answer meets a newer object (409) at its status write: it is not
+    kept for later (nothing outlives a reconcile but what the object carries); the key is
+    requeued and its next reconcile plans afresh from the object it reads: the create again,
+    which the modules answer with the same instance (idempotent by uid; proven on a real
+    provider in test_conflict_after_create.py)."""
     kube = FakeKube()
     kube.put(proxy_object())
+    informer = StaleInformer(kube, {})
 
-    def edited_meanwhile():  # the answer is written with the version it was planned from
-        obj = kube.get(KEY)
+    def edited_meanwhile():  # the answer's reconcile reads the version before this edit
+        informer.stale[KEY] = obj = kube.get(KEY)
         kube.put(dict(obj, metadata=dict(obj["metadata"], annotations={"note": "edited"})))
 
     executor = FakeExecutor(running, during=edited_meanwhile)
-    m = manager(kube, executor, providers_file)
+    m = manager(kube, executor, providers_file, informer)
     tick(m)
-    assert not (kube.get(KEY).get("status") or {}).get("providerID")  # the write met the edit
-    assert len(m.answers) == 1
+    assert len(m.answers) == 1 and m.queue.pop_due(100, 0) == [KEY]  # the answer's event
+    m.process([KEY])  # reads the stale version: its write meets the edit (409)
+    assert not (kube.get(KEY).get("status") or {}).get("providerID")
+    assert len(m.answers) == 0  # dropped, not filed
     executor.during = None
-    assert tick(m) == [KEY]  # requeued at once
+    assert applied(m) == [KEY]  # requeued at once, planned afresh: the create again
     status = kube.get(KEY)["status"]
     assert status["providerID"] == "local/" + name_from_uid("uid-1") and status["state"] == "Running"
-    assert [list(call) for call in executor.calls] == [[KEY]]  # one create, no call to record it
-    assert len(m.answers) == 0
+    creates = [call[KEY] for call in executor.calls]
+    assert [(a.op, a.uid, a.name) for a in creates] == [("create", "uid-1", name_from_uid("uid-1"))] * 2
 
 
-def test_an_answer_filed_for_an_object_recreated_under_its_name_is_dropped(providers_file):
+def test_an_answer_delivered_for_an_object_recreated_under_its_name_is_dropped(providers_file):
+    """The mailbox gives an answer only to the object (uid) its call was about."""
     kube = FakeKube()
     kube.put(proxy_object())
 

@@ -3,10 +3,8 @@ Running Proxy went longer than twice its poll interval without an answered poll.
 
 from __future__ import annotations
 
-import types
-
 from egress_proxies_controller.proxy import model
-from egress_proxies_controller.proxy.controller import ProxyController
+from egress_proxies_controller.proxy.reconcile import note_poll
 from egress_proxies_controller.telemetry.metrics import Metrics
 from egress_proxies_controller.telemetry.poll_gaps import PollGaps
 from prometheus_client import CollectorRegistry
@@ -40,18 +38,17 @@ def test_a_forgotten_proxy_starts_afresh():
     assert _buckets(registry, "Running") == {}
 
 
-def test_the_manager_notes_answered_polls_and_forgets_on_other_steps():
+def test_the_reconcile_notes_answered_polls_and_forgets_on_other_steps():
     """A failed poll is no answer (the gap keeps growing); a create or delete starts afresh."""
     metrics = Metrics()
-    manager = types.SimpleNamespace(metrics=metrics)
     obj = {"status": {"state": "Running"}}
     get = model.Action(op=model.GET, phase=model.PHASE_POLL, provider="local", uid="u1")
     ok, failed = model.Answer(ok=True), model.Answer(ok=False, error_class="transient")
-    ProxyController._note_poll(manager, obj, get, ok)
-    ProxyController._note_poll(manager, obj, get, failed)
-    ProxyController._note_poll(manager, obj, get, ok)
+    note_poll(metrics, obj, get, ok)
+    note_poll(metrics, obj, get, failed)
+    note_poll(metrics, obj, get, ok)
     assert _buckets(metrics.registry, "Running")["+Inf"] == 1
     delete = model.Action(op=model.DELETE, phase=model.PHASE_REPLACE, provider="local", uid="u1")
-    ProxyController._note_poll(manager, obj, delete, ok)
-    ProxyController._note_poll(manager, obj, get, ok)
+    note_poll(metrics, obj, delete, ok)
+    note_poll(metrics, obj, get, ok)
     assert _buckets(metrics.registry, "Running")["+Inf"] == 1

@@ -1,8 +1,9 @@
 """A Proxy reconcile reads its object once and writes with that version (issue 30).
 
-controller-runtime's shape: the plan and the answer's status write both use the one snapshot the
-reconcile read from the informer's cache (a write that meets a newer object files the answer and
-requeues: test_manager_snapshots.py), and the controller never puts what it wrote into the cache
+controller-runtime's shape: each reconcile (the one that plans a call, the one that applies its
+answer) decides from and writes with the one snapshot it read from the informer's cache (a write
+that meets a newer object requeues the key: test_manager_snapshots.py), and the controller never
+puts what it wrote into the cache
 (the watch delivers it). Its own writes are
 expected instead, ReplicaSet style: their watch events queue nothing, and a key planned while the
 cache is still behind them waits for the watch to catch up.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from egress_proxies_controller.kube import informer as informer_mod
 
 from .fake_cluster import FakeExecutor, FakeInformer, FakeKube, proxy_object
-from .test_manager_snapshots import KEY, manager, running, tick
+from .test_manager_snapshots import KEY, applied, manager, running
 
 
 class CountingInformer(FakeInformer):
@@ -38,9 +39,9 @@ def test_a_create_reads_the_cache_once_and_never_writes_into_it(providers_file):
     executor = FakeExecutor(running)
     m = manager(kube, executor, providers_file, informer)
     informer.reads.clear()
-    assert tick(m) == [KEY]
+    assert applied(m) == [KEY]
     assert kube.get(KEY)["status"]["providerID"]
-    assert informer.reads == [KEY]  # the plan's snapshot; the answer is written to it
+    assert informer.reads == [KEY, KEY]  # the plan's snapshot, then the answer's reconcile's
     assert informer.stored == []
 
 

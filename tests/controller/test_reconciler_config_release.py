@@ -53,16 +53,31 @@ def test_the_provider_that_made_the_instance_counts_too():
 
 def test_a_permanent_answer_to_a_call_planned_under_an_older_configuration_is_retried():
     """The call may have failed with the credentials the change just replaced."""
-    epochs = {"local": 3}
-    r = Reconciler(SETTINGS, ["local"], now=lambda: NOW, epochs=epochs)
+    r = Reconciler(SETTINGS, ["local"], now=lambda: NOW, epochs={"local": 3})
     p = proxy(status=running_status(proxy(), conditions=[]))
     action = r.plan(p).action
     assert action.config_epoch == 3
-    epochs["local"] = 4  # the credential file rotated while the call ran
+    # The credential file rotated while the call ran: the answer's reconcile has the new view.
+    r = Reconciler(SETTINGS, ["local"], now=lambda: NOW, epochs={"local": 4})
     step = r.apply(p, action, Answer(ok=False, error_class=PERMANENT, message="401 Unauthorized"))
     assert step.backoff and not any(c["type"] == api.COND_PERMANENT for c in step.status["conditions"])
     reachable = cond(step.status, api.COND_PROVIDER_REACHABLE)
     assert reachable["status"] == "False" and "configuration changed during the call" in reachable["message"]
+
+
+def test_a_reconcile_keeps_the_view_it_started_with_while_the_configuration_reloads():
+    """Issue 38: the Reconciler reads no shared mutable state. The providers file's watch
+    changes its dicts on another thread (ProvidersConfig.refresh); a reconcile under way
+    decides from the view its Reconciler was made with, and the next one gets a new Reconciler."""
+    names, changed_at, epochs = ["local"], {}, {"local": 3}
+    r = Reconciler(SETTINGS, names, now=lambda: NOW, changed_at=changed_at, epochs=epochs)
+    p = proxy(status=running_status(proxy(), conditions=[]))
+    action = r.plan(p).action
+    names.append("other")  # a new version taken meanwhile, on the watch's thread
+    changed_at["local"], epochs["local"] = LATCHED_AT + 5, 4
+    step = r.apply(p, action, Answer(ok=False, error_class=PERMANENT, message="401 Unauthorized"))
+    assert cond(step.status, api.COND_PERMANENT)["status"] == "True"  # decided under epoch 3
+    assert dict(r.epochs) == {"local": 3} and dict(r.changed_at) == {} and "other" not in r.configured
 
 
 def test_a_permanent_answer_under_the_same_configuration_is_latched():

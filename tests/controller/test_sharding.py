@@ -1,6 +1,7 @@
 """The controller side of --shards, on fakes: the manager dispatches only the keys of shards held
-here (others are dropped, and queued again when their shard is taken), a shard is busy while a
-batch holds one of its keys or a GC sweep claimed it, and the GC sweep passes uid_shards."""
+here (others are dropped, and queued again when their shard is taken), a shard is busy while one
+of its keys is being reconciled or has a call in flight, or a GC sweep claimed it (each part asked
+under its own lock: a blocked batcher blocks neither), and the GC sweep passes uid_shards."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from egress_proxies_controller.config.providers_file import ProvidersConfig
 from egress_proxies_controller.kube.workqueue import WorkQueue
 from egress_proxies_controller.loops.orphan_gc import OrphanGC
 from egress_proxies_controller.proxy.controller import ProxyController
-from egress_proxies_controller.proxy.held_keys import HeldKeys
+from egress_proxies_controller.proxy.in_flight import InFlight
 from egress_proxies_controller.proxy.reconciler import Settings
 from egress_proxies_controller.sharding import assignment as shards
 from egress_proxies_controller.sharding.keys import Sharding, ShardKeys
@@ -37,7 +38,7 @@ class RecordingExecutor:
     def __init__(self):
         self.keys = []
 
-    def execute(self, actions, create_fields):
+    def execute(self, actions, create_fields, on_answer=None):
         self.keys.extend(actions)
         return {k: running(k, a, None) for k, a in actions.items()}
 
@@ -68,11 +69,11 @@ def setup(tmp_path, held):
     config = ProvidersConfig(str(path), os.path.join(tmp_path, "private"), lambda _p, _n: [])
     informer = Informer(kube)
     queue = WorkQueue(0.01, 0.02)
-    keys = HeldKeys()
+    keys = InFlight()
     sharding = Sharding(ShardKeys(COUNT, informer, queue, keys), Coordinator(held))
     executor = RecordingExecutor()
     manager = ProxyController(
-        kube, informer, queue, executor, Settings(), config, tick=0.05, owns=sharding.owns, held=keys
+        kube, informer, queue, executor, Settings(), config, tick=0.05, owns=sharding.owns, in_flight=keys
     )
     return kube, informer, queue, sharding, executor, manager
 
@@ -106,19 +107,44 @@ def test_only_keys_of_held_shards_are_dispatched_and_a_taken_shard_is_queued(tmp
     assert not any(k.startswith("ns/p0-") for k in written)
 
 
-def test_a_shard_is_busy_while_a_batch_holds_one_of_its_keys_or_a_sweep_claimed_it(tmp_path):
-    _kube, _informer, _queue, sharding, _executor, manager = setup(tmp_path, held={0, 1})
+def test_a_shard_is_busy_while_one_of_its_keys_is_reconciled_or_in_flight_or_a_sweep_claimed_it(tmp_path):
+    _kube, _informer, queue, sharding, _executor, manager = setup(tmp_path, held={0, 1})
     assert sharding.owns("ns/p0-0") and not sharding.owns("ns/p2-0")
     assert not sharding.keys.busy(0)
-    with manager._held_lock:
-        manager._held["ns/p0-0"] = ["ns/p0-0"]
+    queue.add("ns/p0-0")
+    assert queue.pop_due(1, 0) == ["ns/p0-0"]  # a worker reconciles it
     assert sharding.keys.busy(0) and not sharding.keys.busy(1)
-    manager._let_go("ns/p0-0")
+    manager.in_flight.add("ns/p0-0")  # its reconcile asked for a call ...
+    queue.done("ns/p0-0")  # ... and returned
+    assert sharding.keys.busy(0)
+    manager.in_flight.settle("ns/p0-0")  # answered
     assert not sharding.keys.busy(0)
     with sharding.claim() as owned:
         assert owned == {0, 1}
         assert sharding.keys.busy(0) and sharding.keys.busy(1) and not sharding.keys.busy(2)
     assert not sharding.keys.busy(1)
+
+
+def test_a_blocked_batcher_blocks_neither_the_shards_busy_nor_the_queue(tmp_path):
+    """Issue 38: each part owns its lock. With the batcher stuck inside its own lock, sharding
+    still answers ``busy(shard)`` and the queue still hands keys out and takes them back."""
+    _kube, _informer, queue, sharding, _executor, manager = setup(tmp_path, held={0, 1})
+    assert sharding.owns("ns/p1-0")  # its shard known (1)
+    manager.in_flight.add("ns/p1-0")
+    answers = {}
+
+    def ask():
+        answers["busy"] = (sharding.keys.busy(0), sharding.keys.busy(1))
+        queue.add("ns/p0-1")
+        answers["popped"] = "ns/p0-1" in queue.pop_due(100, 0)
+        queue.done("ns/p0-1")
+
+    with manager.batcher._lock:  # pylint: disable=protected-access  # the batcher, stuck
+        asker = threading.Thread(target=ask, daemon=True)
+        asker.start()
+        asker.join(5)
+        assert not asker.is_alive(), "busy(shard) or the queue waited for the batcher's lock"
+    assert answers == {"busy": (False, True), "popped": True}
 
 
 class GCExecutor:

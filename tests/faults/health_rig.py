@@ -66,7 +66,7 @@ class LinkProvider:
         self.instances: dict = {}
         self.calls: list = []
 
-    def execute(self, actions: dict, _create_fields: dict) -> dict:
+    def execute(self, actions: dict, _create_fields: dict, on_answer=None) -> dict:
         answers = {}
         for key, action in actions.items():
             self.calls.append((key, action.op, action.phase))
@@ -171,7 +171,7 @@ class HealthRig:
         return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
 
     def settle(self, key: str) -> None:
-        """Wait (up to ``SETTLE``) until the manager holds nothing of ``key``'s and its status
+        """Wait (up to ``SETTLE``) until nothing of ``key``'s is under way and its status
         says what the engine last saw; the cell's checks then read what the reconcile wrote."""
         deadline = time.monotonic() + SETTLE
         while time.monotonic() < deadline:
@@ -180,11 +180,19 @@ class HealthRig:
             healthy = next(
                 (c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == "Healthy"), {}
             )
-            if not self.manager.held.any(lambda k: k == key) and (
+            if not self._under_way(key) and (
                 seen is None or (healthy.get("status"), healthy.get("reason")) == seen.verdict()
             ):
                 return
             time.sleep(0.05)
+
+    def _under_way(self, key: str) -> bool:
+        """The manager is reconciling ``key``, calling its provider or has an answer to apply."""
+        return (
+            key in self.manager.in_flight
+            or key in self.manager.answers.waiting()
+            or self.queue.processing_any(lambda k: k == key)
+        )
 
     def reads(self, key: str) -> int:
         """How often the manager asked the provider about ``key``'s instance."""

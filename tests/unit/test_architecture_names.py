@@ -351,7 +351,7 @@ def test_a_stale_reference_is_caught(source, quoted):
     "quoted",
     [
         "members.MemberIndex",
-        "ProxyController._plan_one",
+        "ProxyController._work",
         "kube/own_writes.py",
         "client.Kube.write_status",
         "Ready",

@@ -98,6 +98,13 @@ class WorkQueue:
                     return []
                 self._lock.wait(max(0.001, timeout))
 
+    def processing_any(self, predicate) -> bool:
+        """Whether a key handed out and not yet done satisfies ``predicate`` (sharding asks
+        before it gives a shard up)."""
+        with self._lock:
+            keys = list(self._processing)
+        return any(predicate(k) for k in keys)
+
     def done(self, key: str) -> None:
         with self._lock:
             self._processing.discard(key)

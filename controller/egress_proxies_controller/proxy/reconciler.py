@@ -47,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import types
 
 # collection first: it makes the collection's module_utils importable (collection.py)
 from .. import collection  # noqa: F401  # pylint: disable=unused-import
@@ -123,10 +124,12 @@ class Reconciler:
         self.settings = settings
         self.configured = frozenset(configured_providers)
         self._now = now
-        # provider -> wall time / count of its configuration's changes (config/providers_file.py);
-        # shared with the watch, so always current
-        self.changed_at = changed_at if changed_at is not None else {}
-        self.epochs = epochs if epochs is not None else {}
+        # provider -> wall time / count of its configuration's changes (config/providers_file.py):
+        # read-only copies made here, once per configuration, so the config watch changing its
+        # dicts on another thread never changes what a reconcile under way decides from (the
+        # manager makes a new Reconciler on each change and swaps it by reference)
+        self.changed_at = types.MappingProxyType(dict(changed_at or {}))
+        self.epochs = types.MappingProxyType(dict(epochs or {}))
 
     # -- plan --------------------------------------------------------------------------
 

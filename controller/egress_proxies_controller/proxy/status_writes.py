@@ -1,10 +1,11 @@
 """The Proxy controller's writes of one step: the finalizer, the status, the Events.
 
 The status is written with the resourceVersion of the snapshot the step was decided from and
-never retried: a conflict raises ``client.Conflict`` and the caller files the answer and
-requeues. What is written reaches the informer's cache through its watch, never from here: each
-write's answer is recorded in ``own_writes`` (kube/own_writes.py), so its watch event queues
-nothing and a key planned before that event arrives waits for it.
+never retried: a conflict raises ``client.Conflict`` and the reconcile requeues the key (an
+answer it was recording is dropped: the next reconcile plans afresh). What is written reaches
+the informer's cache through its watch, never from here: each write's answer is recorded in
+``own_writes`` (kube/own_writes.py), so its watch event queues nothing and a key planned before
+that event arrives waits for it.
 """
 
 from __future__ import annotations

@@ -74,9 +74,13 @@ def encode(actions: dict, create_fields: dict, list_threshold: int) -> Batch:
     return Batch(answers, instances, instance_keys, gets, lists)
 
 
-def payload(instances: list, gets: dict, lists: list, concurrency: int, call_timeout: float) -> dict:
-    """The playbook's ``batch`` (the in-memory items file) for one run."""
+def payload(
+    instances: list, gets: dict, lists: list, concurrency: int, call_timeout: float, stream: str = ""
+) -> dict:
+    """The playbook's ``batch`` (the in-memory items file) for one run; ``stream``: the
+    ``result_stream`` pipe of its instances (empty: none)."""
     return {
+        "result_stream": stream,
         "instances": instances,
         "gets": [{"provider": p, "ids": [i for _key, i in entries]} for p, entries in sorted(gets.items())],
         "lists": lists,
@@ -104,16 +108,20 @@ def read_instances(res, keys: list, answers: dict) -> None:
             answers[key] = Answer(ok=False, error_class=class_of(res), message=message)
         return
     for key, item in zip(keys, results, strict=True):
-        if item.get("failed"):
-            answers[key] = Answer(
-                ok=False,
-                error_class=item.get("error_class") or TRANSIENT,
-                message=item.get("msg", ""),
-                instance=item,
-                reason=item.get("reason") or "",
-            )
-        else:
-            answers[key] = Answer(ok=True, instance=item)
+        answers[key] = answer_of(item)
+
+
+def answer_of(item: dict) -> Answer:
+    """One ``proxy_instance`` item result (from ``results`` or the result stream) as an Answer."""
+    if item.get("failed"):
+        return Answer(
+            ok=False,
+            error_class=item.get("error_class") or TRANSIENT,
+            message=item.get("msg", ""),
+            instance=item,
+            reason=item.get("reason") or "",
+        )
+    return Answer(ok=True, instance=item)
 
 
 def read_gets(res, gets: dict, answers: dict) -> None:

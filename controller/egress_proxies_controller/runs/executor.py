@@ -36,6 +36,7 @@ from . import batch, process_tree
 from . import work_dir as work_dir_mod
 from .playbook_launcher import PlaybookLauncher
 from .playbooks import CHECK_PLAYBOOK, GC_PLAYBOOK, PLAYBOOK
+from .result_pipe import ResultPipe
 
 log = logging.getLogger("egress_proxies_controller.runs.executor")
 
@@ -100,16 +101,18 @@ class Executor:
 
     # -- public ------------------------------------------------------------------------
 
-    def execute(self, actions: dict, create_fields: dict) -> dict:
+    def execute(self, actions: dict, create_fields: dict, on_answer=None) -> dict:
         """``{key: Action}`` -> ``{key: Answer}`` through one run (and a second for the ids a
         list did not show: only a get can say NotFound). ``create_fields`` as ``batch.encode``
-        takes them."""
+        takes them. ``on_answer(key, answer)`` hears each create's and delete's answer as soon
+        as its item finishes, on another thread (result_pipe.py); the returned answers still
+        hold every key."""
         items = batch.encode(actions, create_fields, self.list_threshold)
         answers, by_id, lists, gets = items.answers, items.by_id, items.lists, items.gets
         if items.empty:
             return answers
         try:
-            events = self._run(items.instances, by_id, lists)
+            events = self._run(items.instances, by_id, lists, (items.instance_keys, on_answer))
         except RunFailed as exc:
             batch.failed(
                 items.instance_keys + [k for entries in gets.values() for k, _pid in entries],
@@ -141,9 +144,18 @@ class Executor:
 
     # -- the run -----------------------------------------------------------------------
 
-    def _run(self, instances: list, gets: dict, lists: list) -> dict:
-        items = batch.payload(instances, gets, lists, self.concurrency, self.call_timeout)
-        return self.run_playbook("batch.yml", PLAYBOOK, items, batch.label(instances, gets, lists))
+    def _run(self, instances: list, gets: dict, lists: list, stream: tuple = ((), None)) -> dict:
+        """One batch run; ``stream``: (the instances' keys, ``on_answer``) to stream them to."""
+        keys, on_answer = stream
+        pipe = ResultPipe(list(keys), on_answer) if instances and on_answer is not None else None
+        items = batch.payload(
+            instances, gets, lists, self.concurrency, self.call_timeout, pipe.path if pipe else ""
+        )
+        try:
+            return self.run_playbook("batch.yml", PLAYBOOK, items, batch.label(instances, gets, lists))
+        finally:
+            if pipe is not None:
+                pipe.close()
 
     def validate(self, providers_file: str, names: list) -> list:
         """The problems the modules find in ``providers_file`` (none: they accept it). One

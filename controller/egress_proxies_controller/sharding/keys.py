@@ -2,7 +2,8 @@
 
 ``owns(key)``: the manager and the probe engine dispatch a key only while its Proxy's shard is
 held here and not being given up. ``ShardKeys.busy(shard)``: the coordinator gives a shard up
-only once no batch or run of the manager holds one of its keys and no GC sweep claimed it.
+only once none of its keys is being reconciled (the queue's) or has a provider call in flight
+(``InFlight``, the batcher's) and no GC sweep claimed it; each is asked under its own lock.
 ``claim()``: the GC loop's shards, held for the length of its sweep. ``ShardKeys.acquired(shard)``:
 every cached key of a shard just taken is queued (the keys were dropped while another replica
 owned them).
@@ -18,11 +19,11 @@ from . import assignment as shards_mod
 
 class ShardKeys:
     """Which shard each key is in, and whether a shard may be given up: needs neither the
-    coordinator nor the manager (``held`` is shared with the manager), so the coordinator can
-    be built with its callbacks."""
+    coordinator nor the manager (``in_flight`` is made before both), so the coordinator can be
+    built with its callbacks."""
 
-    def __init__(self, count: int, informer, queue, held):
-        self.count, self.informer, self.queue, self.held = count, informer, queue, held
+    def __init__(self, count: int, informer, queue, in_flight):
+        self.count, self.informer, self.queue, self.in_flight = count, informer, queue, in_flight
         self._key_shard = {}  # key -> shard of the uid last seen for it (a re-created Proxy moves)
         self._claimed = {}  # shard -> GC sweeps using it
         self._lock = threading.Lock()
@@ -42,8 +43,13 @@ class ShardKeys:
             if self._claimed.get(shard):
                 return True
             known = dict(self._key_shard)
-        # A held key whose shard is unknown might be this one's: wait for it too.
-        return self.held.any(lambda k: known.get(k, shard) == shard)
+        # A key whose shard is unknown might be this one's: wait for it too. The queue first: a
+        # key it hands to a reconcile enters InFlight before the queue lets go of it.
+
+        def ours(key: str) -> bool:
+            return known.get(key, shard) == shard
+
+        return self.queue.processing_any(ours) or self.in_flight.any(ours)
 
     def acquired(self, shard: int) -> None:
         for key in self.informer.cache_keys():

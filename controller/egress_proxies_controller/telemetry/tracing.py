@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from opentelemetry import trace as otel_trace
 
@@ -55,6 +56,12 @@ def configure(environ=None):
 
 def tracer():
     return otel_trace.get_tracer(SCOPE, package_version())
+
+
+def current_context():
+    """The current span's context, to continue its trace on another thread (a Proxy's answer
+    written by a later reconcile is a child of the run that answered it)."""
+    return otel_context.get_current()
 
 
 def run_environment() -> dict:

@@ -5,7 +5,8 @@
 This is what makes the modules' batch form cheap: one process, one parsed config, one set of
 provider clients and connections, and a bounded pool of threads, instead of one ansible task
 (and one Python start-up) per instance. Results come back in input order; an item that raises
-is turned into a result by ``on_error`` so one bad item never sinks the others.
+is turned into a result by ``on_error`` so one bad item never sinks the others. ``on_done``
+hears of each result as soon as its item finishes (``result_stream``), in finishing order.
 """
 
 from __future__ import annotations
@@ -15,21 +16,25 @@ import concurrent.futures
 DEFAULT_CONCURRENCY = 16
 
 
-def run(items, work, on_error, concurrency: int = DEFAULT_CONCURRENCY) -> list:
-    """``[work(item) or on_error(item, exc)]`` for every item, in order, ``concurrency`` at a time."""
+def run(items, work, on_error, concurrency: int = DEFAULT_CONCURRENCY, on_done=None) -> list:
+    """``[work(item) or on_error(item, exc)]`` for every item, in order, ``concurrency`` at a time;
+    ``on_done(index, result)`` is called as each item finishes (None: not at all)."""
     items = list(items)
     if not items:
         return []
     if len(items) == 1 or concurrency <= 1:
-        return [_one(item, work, on_error) for item in items]
+        return [_one(i, item, work, on_error, on_done) for i, item in enumerate(items)]
     workers = max(1, min(concurrency, len(items)))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="proxy") as pool:
-        futures = [pool.submit(_one, item, work, on_error) for item in items]
+        futures = [pool.submit(_one, i, item, work, on_error, on_done) for i, item in enumerate(items)]
         return [future.result() for future in futures]
 
 
-def _one(item, work, on_error):
+def _one(index: int, item, work, on_error, on_done):
     try:
-        return work(item)
+        result = work(item)
     except Exception as exc:  # turned into a per-item failure, never lost
-        return on_error(item, exc)
+        result = on_error(item, exc)
+    if on_done is not None:
+        on_done(index, result)
+    return result

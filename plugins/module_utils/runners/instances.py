@@ -17,11 +17,16 @@ import time
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core import contract, errors, names
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.errors import UsageError
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers import ownership
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.args_common import (
     STATE_PRESENT,
 )
-from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import batch, instance_diff
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import (
+    batch,
+    instance_diff,
+    result_stream,
+)
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.instance_items import (
     InvalidItem,
     Item,
@@ -316,6 +321,20 @@ def diff_of(item, result: dict, in_place=frozenset()):
     return instance_diff.disappeared(side)
 
 
+def _stream(pm):
+    """The ``result_stream`` writer (batch form only), or None; a path that is not a pipe or
+    FIFO is refused before any item is touched."""
+    path = pm.params.get(result_stream.FIELD)
+    if path is None:
+        return None
+    if pm.params.get("instances") is None:
+        raise UsageError("%s: only with instances (the batch form)" % result_stream.FIELD)
+    refused = result_stream.problem(path)
+    if refused:
+        raise UsageError(refused)
+    return result_stream.ResultStream(path)
+
+
 def run(pm) -> dict:
     """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
     isolate = pm.params.get("invalid_items") == "fail_item"
@@ -327,7 +346,18 @@ def run(pm) -> dict:
             return _invalid(item)
         return converger.converge(item)
 
-    results = batch.run(items, work, failure, concurrency=int(pm.params["concurrency"]))
+    stream = _stream(pm)
+    try:
+        results = batch.run(
+            items,
+            work,
+            failure,
+            concurrency=int(pm.params["concurrency"]),
+            on_done=stream.write if stream is not None else None,
+        )
+    finally:
+        if stream is not None:
+            stream.close()
     unreached = [
         r for r in results if not r.get("failed") and r.get("reason") == errors.REASON_HOST_NOT_CONFIGURED
     ]
