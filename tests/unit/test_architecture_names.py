@@ -174,13 +174,15 @@ PICTURE = "## The picture"
 PICTURE_PROSE = frozenset(
     {
         *("API", "AWX", "Compute", "ConfigMap", "Engine", "Pod", "Proxy", "ProxyPool", "SDK", "SSH"),
-        *("Squid", "VM", "a", "and", "answers", "any", "argument", "below", "call", "cloud-init"),
+        *("Squid", "VM", "a", "and", "any", "argument", "below", "call", "cloud-init"),
         *("documentation", "domain", "due", "every", "finalizer", "form", "from", "glue"),
         *("google-cloud-compute", "host", "installed", "installs", "inputs", "its", "kvm", "kvm2"),
         *("layer", "list", "module", "name", "objects", "of", "on", "one", "only", "over"),
-        *("overlay", "own", "per", "picture", "plan", "provider's", "reached", "requeue", "rule"),
+        *("overlay", "own", "per", "picture", "plan", "provider's", "reached", "rule"),
         *("run", "runner", "same", "second", "seam", "server", "the", "through", "thread", "types"),
         *("watch", "ansible-playbook", "ansible-runner", "cache", "Events", "ProxyPools", "changes"),
+        *("workers", "key", "snapshot", "then", "writes", "in", "calls", "no", "answer's", "each"),
+        *("answer", "as", "it", "comes", "event", "their", "Services", "EndpointSlices"),
     }
 )
 
