@@ -7,8 +7,11 @@ shipped ``PoolController`` code: the base's ``pool/controller.py`` is loaded fro
 tree's, over the same package. Each is given ``--pools`` pools of ``--members`` Ready members in
 real ``Informer`` caches (no API server: the pool's API calls go to an in-memory store that
 counts them), settled, then driven for ``--seconds`` rounds, one per simulated second (the
-queue's clock moves one second a round; nothing sleeps). Both use this tree's Publisher, which
-reads a pool's published objects back at every reconcile.
+queue's clock moves one second a round; nothing sleeps). Both use this tree's Publisher: this
+tree's reads the Service and EndpointSlice from its informers' caches (which the in-memory
+store's writes reach, as their watch would) and the Secret back with a get; a base from before
+issue 38 gives its Publisher no caches, so there it reads all three back with a get at every
+reconcile, as its own did.
 
 Printed for each: the loop's CPU per simulated second (``time.process_time``, which is what it
 takes from the controller's cores), pools reconciled, Proxy cache reads and API calls over the
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib.util
+import inspect
 import itertools
 import os
 import subprocess
@@ -74,6 +79,8 @@ class MemoryPoolKube:
         self.names = itertools.count()
         self.proxies = None  # the Proxy cache its creates reach, as their watch events would
         self.pool_informer = None  # the pool cache its pool writes reach
+        self.caches = {}  # the published kinds' caches its creates and replaces reach, by kind
+        self.versions = itertools.count(2)
 
     def set_finalizer(self, obj, present):
         self.calls += 1
@@ -111,12 +118,19 @@ class MemoryPoolKube:
         return self.published.get((kind, namespace, name))
 
     def create(self, kind, namespace, body):
+        """The object as stored, also delivered to its kind's cache (its watch event)."""
         self.calls += 1
-        stored = dict(body, metadata=dict(body["metadata"], resourceVersion="1"))
-        self.published[(kind, namespace, body["metadata"]["name"])] = stored
+        key = (kind, namespace, body["metadata"]["name"])
+        old = self.published.get(key)
+        uid = old["metadata"]["uid"] if old else "pub-%d" % next(self.names)
+        meta = dict(body["metadata"], uid=uid, resourceVersion=str(next(self.versions)))
+        stored = self.published[key] = dict(body, metadata=meta)
+        if kind in self.caches:
+            deliver(self.caches[kind], stored)
+        return stored
 
     def replace(self, kind, namespace, body):
-        self.create(kind, namespace, body)
+        return self.create(kind, namespace, body)
 
     def auth_credentials(self, namespace, name):
         self.calls += 1
@@ -183,10 +197,11 @@ def base_source(rev: str) -> str:
 def load_base(rev: str) -> types.ModuleType:
     """The pool loop as of ``rev``, as a module of this tree's package."""
     text = base_source(rev)
-    path = os.path.join(tempfile.mkdtemp(prefix="pool-steady-"), "pool_reconciler_base.py")
+    path = os.path.join(tempfile.mkdtemp(prefix="pool-steady-"), "controller_base.py")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
-    name = "egress_proxies_controller.pool_reconciler_base"
+    # in the pool package, where a layered file's relative imports (``..kube``, ``.publish``) resolve
+    name = "egress_proxies_controller.pool.controller_base"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -213,24 +228,54 @@ def pool_object(i: int, members: int) -> dict:
     }
 
 
+class BasePublisher(Publisher):
+    """This tree's Publisher as a base tree's loop constructs it: ``Publisher(pools)`` before
+    issue 38, without caches (every published object read back with a get, as its Publisher
+    did), or ``Publisher(pools, caches)`` since."""
+
+    def __init__(self, pool_kube, caches: dict | None = None):
+        super().__init__(pool_kube, caches or {})
+
+
+#: the published objects' kinds by resource: a base's informers of them were a list
+KINDS = {"services": "Service", "endpointslices": "EndpointSlice"}
+
+
+def published_caches(ctl) -> dict:
+    """The informers of what the pools publish, by kind, which the store's writes reach as their
+    watch events would: by kind since issue 38, a list before, none before those informers."""
+    published = getattr(ctl, "published", None) or {}
+    if isinstance(published, dict):
+        return published
+    return {KINDS[informer.resource]: informer for informer in published}
+
+
 def controller(module, clock: Clock):
     proxies = informer_mod.Informer(None, None, lambda _key: None, lister=lambda *a, **kw: None)
     proxies.synced.set()
     kube = types.SimpleNamespace(
         custom=None, core=None, api_client=k8s.ApiClient(), timeout=10, event=lambda *a, **kw: None
     )
-    ctl = module.PoolController(
-        kube,
-        proxies,
-        types.SimpleNamespace(add=lambda _key: None),
-        lambda: [PROVIDER],
-        PoolMetrics(CollectorRegistry()),
-        None,
-        interval=0,
-    )
+    args = [kube, proxies, lambda: [PROVIDER], PoolMetrics(CollectorRegistry()), None]
+    if module is not pool_reconciler:  # a base tree: built as its own signature asks
+        # its loop imported this tree's Publisher; one from before issue 38 calls Publisher(pools)
+        module.Publisher = BasePublisher
+        if "queue" in inspect.signature(module.PoolController.__init__).parameters:
+            args.insert(2, types.SimpleNamespace(add=lambda _key: None))  # the Proxy queue, before issue 38
+    ctl = module.PoolController(*args, interval=0)
+    for informer in (proxies, ctl.informer):
+        if not hasattr(informer, "store"):  # a base from before 939ad46 stores its own writes
+            informer.store = functools.partial(informer.apply_event, "MODIFIED")
     ctl.pools = MemoryPoolKube()
     ctl.pools.proxies, ctl.pools.pool_informer = proxies, ctl.informer
-    ctl.publisher = Publisher(ctl.pools)
+    ctl.pools.caches = published_caches(ctl)
+    for informer in ctl.pools.caches.values():
+        informer.synced.set()
+    if module is pool_reconciler:
+        ctl.publisher = Publisher(ctl.pools, ctl.published)
+    else:  # the caches only when its loop gives them to its Publisher (since issue 38)
+        given = ctl.published if isinstance(getattr(ctl, "published", None), dict) else None
+        ctl.publisher = BasePublisher(ctl.pools, given)
     ctl.auth.kube = ctl.pools
     if not hasattr(ctl.auth, "credentials"):  # the base asks PoolAuth.credentials (now reader)
         ctl.auth.credentials = lambda _pool, _name, current: current  # no pool here has auth
@@ -302,12 +347,12 @@ def main() -> None:
     parser.add_argument("--pools", type=int, default=100)
     parser.add_argument("--members", type=int, default=100)
     parser.add_argument("--seconds", type=int, default=120)
-    parser.add_argument("--base", default="81faa79", help="the commit whose scanning loop is compared")
+    parser.add_argument("--base", default="81faa79", help="the commit whose pool loop is compared")
     args = parser.parse_args()
     results = {}
     for label, module in (
-        ("scan (%s)" % args.base, load_base(args.base)),
-        ("events (this tree)", pool_reconciler),
+        ("base (%s)" % args.base, load_base(args.base)),
+        ("this tree", pool_reconciler),
     ):
         clock = Clock(1000.0)
         ctl, proxies = controller(module, clock)
@@ -326,15 +371,15 @@ def main() -> None:
             "%-20s %14.2f %11d %12d %10d"
             % (label, r["cpu_ms_per_s"], r["reconciles"], r["cache_reads"], r["api_calls"])
         )
-    scan, events = list(results.values())
+    base, tree = list(results.values())
     print(
-        "\nscan / events: CPU %.1fx, reconciles %.1fx, cache reads %s"
+        "\nbase / this tree: CPU %.1fx, reconciles %.1fx, cache reads %s"
         % (
-            scan["cpu_ms_per_s"] / max(events["cpu_ms_per_s"], 1e-9),
-            scan["reconciles"] / max(events["reconciles"], 1),
-            "%.0fx" % (scan["cache_reads"] / events["cache_reads"])
-            if events["cache_reads"]
-            else "(none with events)",
+            base["cpu_ms_per_s"] / max(tree["cpu_ms_per_s"], 1e-9),
+            base["reconciles"] / max(tree["reconciles"], 1),
+            "%.0fx" % (base["cache_reads"] / tree["cache_reads"])
+            if tree["cache_reads"]
+            else "(none in this tree)",
         )
     )
 
