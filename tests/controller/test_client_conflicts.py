@@ -73,7 +73,7 @@ def test_a_finalizer_conflict_in_a_reconcile_requeues_the_key_and_reads_nothing(
     kube, recorded = recording_kube(cache.get(KEY))
     executor = FakeExecutor(running)
     m = manager(kube, executor, providers_file, FakeInformer(cache))
-    m._process(m.queue.pop_due(100, 0))
+    m.process(m.queue.pop_due(100, 0))
     assert m.drain(30)
     assert recorded.calls == ["patch_namespaced_custom_object"]
     assert executor.calls == []  # nothing was run for a plan whose write failed

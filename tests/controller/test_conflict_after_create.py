@@ -45,11 +45,11 @@ class ConflictAfterCreate(FakeKube):
         super().__init__()
         self.conflicts = 0
 
-    def write_status(self, obj, compute, retry=True):
-        if not self.conflicts and (compute(obj) or {}).get("providerID"):
+    def write_status(self, obj, status):
+        if not self.conflicts and (status or {}).get("providerID"):
             self.conflicts += 1
             raise Conflict(KEY)
-        return super().write_status(obj, compute, retry)
+        return super().write_status(obj, status)
 
 
 class Calls:
