@@ -204,6 +204,12 @@ class ControllerProcess:
         """``code``: the tree whose controller package runs (the upgrade test starts a release's);
         ``collections``: the ANSIBLE_COLLECTIONS_PATH its modules come from (this tree's venv's);
         ``leader_elect``: False runs it without ``--leader-elect`` (alone, acting at once)."""
+        if self.proc is not None and self.proc.poll() is None:
+            # A second one would find the health and metrics ports taken and the first would go
+            # on holding the Lease, unseen: a test that meant to restart must stop (or kill) first.
+            raise AssertionError(
+                "controller pid %d is still running: stop it before starting another" % self.proc.pid
+            )
         # Everything the controller can write is under workdir: its home (ansible's ~/.ansible),
         # its TMPDIR and its work dir, so a leak test can search all of it.
         home, tmp = os.path.join(self.workdir, "home"), os.path.join(self.workdir, "tmp")

@@ -114,6 +114,14 @@ def _finish(env, outcome: Outcome, names: list) -> None:
         outcome.check(["left behind: fork server %d of the stopped controller" % p for p in servers])
 
 
+def _stop_earlier(env) -> None:
+    """Stop a controller an earlier cell left running (the ops part's cells keep theirs for the
+    next cell, and pytest-xdist may run that part's file first on this worker): a second one
+    would find its ports taken, and the first would hold the Lease."""
+    env.controller.stop()
+    env.settings = None  # faults/controller_cells.running starts its own again
+
+
 def _ready_proxy(env, name: str, spec: dict) -> None:
     """``name`` Ready under a controller without faults, which is then stopped."""
     env.controller.start(extra_args=LEASE)
@@ -146,6 +154,7 @@ def killed_at(fault: str):
 
     def flow(env, scenario) -> Outcome:
         outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
+        _stop_earlier(env)
         sentinel, spec = secret(env)
         name = "f-" + uuid.uuid4().hex[:8]
         if fault == "after-delete":
@@ -175,6 +184,7 @@ def killed_mid_replacement(env, scenario) -> Outcome:
     delete answered, before the status write and the new create: after the restart the Proxy
     is Ready on ``tiny`` with one instance there and none left on ``local``."""
     outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
+    _stop_earlier(env)
     sentinel, spec = secret(env)
     name = "r-" + uuid.uuid4().hex[:8]
     _ready_proxy(env, name, spec)
@@ -206,6 +216,7 @@ def killed_mid_replacement(env, scenario) -> Outcome:
 def killed_mid_run(env, scenario) -> Outcome:
     """Three Proxies created at once; SIGKILL once the first instance is on the backend."""
     outcome = Outcome(scenario.name, "controller", scenario.description, faults=1)
+    _stop_earlier(env)
     sentinel, spec = secret(env)
     names = ["m%d-%s" % (i, uuid.uuid4().hex[:6]) for i in range(3)]
     env.controller.start(extra_args=LEASE)
