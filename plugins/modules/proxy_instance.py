@@ -164,10 +164,11 @@ options:
     default: fail_all
   result_stream:
     description:
-      - Controller-internal. With O(instances), a pipe or FIFO to which each item's result is
+      - >-
+        Controller-internal. With O(instances), a pipe or FIFO to which each item's result is
         written as soon as that item finishes, one JSON line C({"index": N, "result": {...}}) per
-        item (N counts from 0 in O(instances)' order; the result is the one O(results) holds,
-        which never carries a secret). The final O(results) still answer every item.
+        item (N counts from 0 in O(instances)' order; the result is the one RV(results) holds,
+        which never carries a secret). The final RV(results) still answer every item.
       - Anything else (a regular file, a directory, a missing path) is refused before any item
         is touched; a reader that goes away does not fail the run.
     type: path
