@@ -110,7 +110,7 @@ def _function(path: str, name: str) -> str:
 
 
 # The controller picture's boxes that are one module each, by the word the picture uses.
-_BOXES = ("informer", "work queue", "reconciler", "executor", "Events", "metrics")
+_BOXES = ("informer", "work queue", "reconcile", "reconciler", "batcher", "executor", "Events")
 
 
 def test_every_box_of_the_controller_picture_is_code_the_page_names():
