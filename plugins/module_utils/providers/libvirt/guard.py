@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline import Deadline
@@ -32,6 +33,36 @@ class Budgets:
     call: float = 30.0
     transfer: float = 60.0
     http: float = 30.0
+
+
+# Connections with a call still running in a worker thread (abandoned ones included): closing
+# a virConnect under a running call frees what that call still uses, and the process dies with
+# a segmentation fault (seen in the fault matrix's libvirt cells). ``busy`` says which to leave.
+_running: dict = {}
+_running_lock = threading.Lock()
+
+
+def busy(conn) -> bool:
+    """Whether a call on ``conn`` (a seam connection) is still running, abandoned or not."""
+    with _running_lock:
+        return _running.get(id(conn), 0) > 0
+
+
+def _tracked(conn, func):
+    def call(*args):
+        with _running_lock:
+            _running[id(conn)] = _running.get(id(conn), 0) + 1
+        try:
+            return func(*args)
+        finally:
+            with _running_lock:
+                left = _running[id(conn)] - 1
+                if left:
+                    _running[id(conn)] = left
+                else:
+                    del _running[id(conn)]
+
+    return call
 
 
 def run(func, args, seconds: float, deadline, what: str):
@@ -88,7 +119,7 @@ class GuardedConnection:
             return self._call(span, method, args, seconds)
 
     def _call(self, span, method: str, args: tuple, seconds: float | None):
-        func = getattr(self._conn, method)
+        func = _tracked(self._conn, getattr(self._conn, method))
         start = time.monotonic()
         what = "%s(%s) on %s" % (method, _describe(args), self._host)
         try:

@@ -126,6 +126,11 @@ class HostTable:
                 entry.conn = None
             self._retired = []
         for conn in conns:
+            if guard.busy(conn):  # an abandoned call still runs on it: closing it would crash
+                log.debug(
+                    "provider=%s left a libvirt connection open: a call still runs on it", self._provider_name
+                )
+                continue
             try:
                 guard.run(conn.close, (), 5.0, Deadline.none(), "close")
             except Exception as exc:  # a connection stuck in an abandoned call stays behind
