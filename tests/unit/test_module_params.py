@@ -6,34 +6,12 @@ is refused instead of read as 1."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue import proxy_module
+from unit.module_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
 POOL = "ansible_collections.crawl.egress_proxies.plugins.modules.proxy_pool"
-
-
-def _run(tmp_path, module: str, args: dict) -> dict:
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    program = "import runpy;runpy.run_module(%r, run_name='__main__')" % module
-    done = subprocess.run(
-        [sys.executable, "-c", program, str(path)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=COLLECTIONS),
-        cwd=str(tmp_path),
-        timeout=120,
-        check=False,
-    )
-    return json.loads(done.stdout)
 
 
 def _providers(tmp_path) -> list:
@@ -53,7 +31,7 @@ def test_no_private_method_of_ansible_module_is_overridden():
 def test_a_non_mapping_element_is_named_with_the_invocation_as_given(tmp_path):
     spread = ["la", {"provider": 5}]
     args = {"providers": _providers(tmp_path), "pool": "p", "count": 2, "spread": spread}
-    answer = _run(tmp_path, POOL, args)
+    answer = run_module(tmp_path, POOL, args)
     assert answer["failed"] and answer["error_class"] == "permanent"
     assert (
         answer["msg"]
@@ -64,17 +42,17 @@ def test_a_non_mapping_element_is_named_with_the_invocation_as_given(tmp_path):
 
 def test_true_for_a_number_is_refused_not_read_as_one(tmp_path):
     args = {"providers": _providers(tmp_path), "pool": "p", "count": 2, "concurrency": True}
-    answer = _run(tmp_path, POOL, args)
+    answer = run_module(tmp_path, POOL, args)
     assert answer["failed"] and answer["msg"] == "concurrency: True must be a whole number from 1 to 256"
 
 
 def test_cores_own_argument_errors_stay_permanent(tmp_path):
-    answer = _run(tmp_path, POOL, {"providers": _providers(tmp_path), "pool": "p", "timeout": {"a": 1}})
+    answer = run_module(tmp_path, POOL, {"providers": _providers(tmp_path), "pool": "p", "timeout": {"a": 1}})
     assert answer["failed"] and answer["error_class"] == "permanent"
     assert "timeout" in answer["msg"] and "float" in answer["msg"]
 
 
 def test_an_unknown_option_is_cores_message_and_permanent(tmp_path):
-    answer = _run(tmp_path, POOL, {"providers": _providers(tmp_path), "pool": "p", "colour": "red"})
+    answer = run_module(tmp_path, POOL, {"providers": _providers(tmp_path), "pool": "p", "colour": "red"})
     assert answer["failed"] and answer["error_class"] == "permanent"
     assert "Unsupported parameters" in answer["msg"] and "colour" in answer["msg"]

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import batch
+from unit.module_process import run_module
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, ".venv", "collections")
 MODULE = "ansible_collections.crawl.egress_proxies.plugins.modules.proxy_instance"
 PASSWORD = "SENTINEL-stream-password-5c1"
 
@@ -39,19 +36,7 @@ def test_each_result_is_heard_as_its_item_finishes_not_when_the_batch_does():
 
 
 def _run(tmp_path, args: dict) -> dict:
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    program = "import runpy;runpy.run_module(%r, run_name='__main__')" % MODULE
-    done = subprocess.run(
-        [sys.executable, "-c", program, str(path)],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=COLLECTIONS),
-        cwd=str(tmp_path),
-        timeout=300,
-        check=False,
-    )
-    return json.loads(done.stdout)
+    return run_module(tmp_path, MODULE, args, timeout=300)
 
 
 def _args(tmp_path, stream: str, count: int) -> dict:
