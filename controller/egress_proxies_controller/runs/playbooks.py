@@ -24,7 +24,7 @@ PLAYBOOK = playbook(
       crawl.egress_proxies.proxy_instance:
         instances: "{{ batch.instances }}"
         invalid_items: fail_item
-        result_stream: "{{ batch.result_stream or omit }}"
+        result_stream: "{{ batch.result_stream | default(omit, true) }}"
         concurrency: "{{ batch.concurrency }}"
         timeout: "{{ batch.call_timeout }}"
       when: batch.instances | length > 0
