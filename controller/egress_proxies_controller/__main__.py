@@ -20,6 +20,17 @@ from .stop_signals import stop_on_signals
 from .telemetry import log_format
 from .telemetry import metrics as metrics_mod
 
+# Counts of things the controller does at once or in one run: 0 would stop it doing any.
+COUNT_FLAGS = (
+    "--runs-in-flight",
+    "--batch-max",
+    "--poll-batch-max",
+    "--module-concurrency",
+    "--workers",
+    "--event-senders",
+)
+EVENTS_CLOSE_TIMEOUT = 10.0  # seconds the Events still queued at a stop may take to be sent
+
 
 def main(argv=None) -> int:
     """Run the controller; a start-up mistake is one line naming its flag, exit code 2."""
@@ -92,6 +103,10 @@ def _usage_problem(args) -> str:
         return "--providers-file (or %s) is required" % ENV_PROVIDERS_FILE
     if args.shards < 1 or (args.shards > 1 and not args.leader_elect):
         return "--shards: must be 1, or more with --leader-elect (got %d)" % args.shards
+    for flag in COUNT_FLAGS:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value < 1:
+            return "%s: must be at least 1 (got %d)" % (flag, value)
     return ""
 
 
@@ -101,6 +116,7 @@ def _run(args) -> int:
     from .config.providers_file import ProvidersConfig
     from .kube import client as kube_mod
     from .kube import credentials
+    from .kube.event_recorder import EventRecorder
     from .kube.informer import Informer
     from .proxy.controller import ProxyController
     from .proxy.health_observations import HealthObservations
@@ -155,6 +171,7 @@ def _run(args) -> int:
     config, reports = _providers(args, kube, metrics, executor, ProvidersConfig)
     readiness.config = config
     observations = HealthObservations()  # the health engine records, the Proxy controller writes
+    events = EventRecorder(kube.event, senders=args.event_senders)  # sent off the reconciles' path
     manager = ProxyController(
         kube,
         informer,
@@ -163,7 +180,8 @@ def _run(args) -> int:
         _settings(args),
         config,
         **_flags(args, "runs_in_flight", "batch_max", "poll_batch_max", "poll_in_rounds", "tick"),
-        **_flags(args, "gather_while_busy", "min_batch_interval", "drain_timeout"),
+        **_flags(args, "gather_while_busy", "min_batch_interval", "drain_timeout", "workers"),
+        events=events,
         metrics=metrics,
         may_act=may_act,
         report_missing=reports.missing,
@@ -198,6 +216,8 @@ def _run(args) -> int:
     queue.shutdown()
     informer.stop()
     worker.join()  # in-flight runs drained (or cancelled after --drain-timeout); the lease was renewed
+    if not events.close(EVENTS_CLOSE_TIMEOUT):
+        log.warning("%d Events were not sent before the process stopped", events.pending())
     for loop in loops:
         loop.stop()
     renew_stop.set()

@@ -96,6 +96,19 @@ def _execution(g) -> None:
         ),
         ("--tick", float, 1.0, "seconds between looks at the queue"),
         (
+            "--workers",
+            int,
+            8,
+            "Proxy reconciles at once (controller-runtime's MaxConcurrentReconciles): each one waits "
+            "on its status write, so more workers write more statuses a second on a busy API server",
+        ),
+        (
+            "--event-senders",
+            int,
+            2,
+            "threads sending Events, off the reconciles' path (one object's Events keep their order)",
+        ),
+        (
             "--min-batch-interval",
             float,
             0.0,

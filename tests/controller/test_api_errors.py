@@ -4,6 +4,7 @@ never the client's dump of every response header and the body."""
 from __future__ import annotations
 
 import json
+import logging
 
 from egress_proxies_controller.kube import errors
 from kubernetes.client.exceptions import ApiException
@@ -53,8 +54,6 @@ def test_a_body_that_is_not_a_status_is_cut_short_and_anything_else_is_one_line(
 
 
 def test_a_failure_is_one_line_for_an_api_error_and_a_traceback_for_anything_else(caplog):
-    import logging
-
     log = logging.getLogger("egress_proxies_controller.test")
     body = json.dumps({"kind": "Status", "message": 'proxies "a" is forbidden', "code": 403})
     with caplog.at_level(logging.INFO, logger="egress_proxies_controller"):
@@ -69,3 +68,20 @@ def test_a_failure_is_one_line_for_an_api_error_and_a_traceback_for_anything_els
     assert api.getMessage() == 'reconcile of ns/a failed: HTTP 403 Forbidden: proxies "a" is forbidden'
     assert api.exc_info is None and api.levelname == "ERROR"
     assert bug.getMessage() == "reconcile of ns/b failed" and bug.exc_info[0] is KeyError
+
+
+def test_a_refusal_of_our_credentials_is_no_error_line_of_the_loop_that_met_it(caplog):
+    """kube/credentials.py says the first 401 once, for every loop; a loop's failure log of it is a
+    debug line, so 10,000 Proxies failing on an expired token do not log 10,000 errors."""
+    log = logging.getLogger("egress_proxies_controller.test")
+    body = json.dumps({"kind": "Status", "message": "Unauthorized", "code": 401})
+    with caplog.at_level(logging.DEBUG, logger="egress_proxies_controller"):
+        for name in ("a", "b", "c"):
+            errors.log_failure(
+                log,
+                "reconcile of ns/%s failed" % name,
+                ApiException(http_resp=_Response(401, "Unauthorized", body)),
+            )
+    assert [r.levelname for r in caplog.records] == ["DEBUG"] * 3
+    first = caplog.records[0].getMessage()
+    assert first == "reconcile of ns/a failed: the API server refused our credentials"

@@ -9,6 +9,7 @@ without a look at who owned it, and root runs the fork server's stand-in from it
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pathlib
@@ -141,3 +142,18 @@ def test_a_non_root_controller_takes_a_work_dir_on_a_world_writable_volume():
         assert bounded(as_the_pod_user) == "0o700"
     finally:
         shutil.rmtree(top)
+
+
+def test_the_controllers_client_keeps_a_connection_for_each_thread_that_shares_it(tmp_path):
+    """The workers, the Event senders, the watches and the loops share one client; the client's
+    default pool (5 per CPU) closed what did not fit: a TLS handshake per request beyond it."""
+    from egress_proxies_controller import flags
+
+    from .test_startup_errors import KUBECONFIG
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps(KUBECONFIG))
+    client = kube_mod.load(str(kubeconfig))
+    kept = client.rest_client.pool_manager.connection_pool_kw["maxsize"]
+    defaults = flags.parser().parse_args(["--providers-file", "x"])
+    assert kept == kube_mod.POOL_SIZE >= defaults.workers + defaults.event_senders + 8, kept

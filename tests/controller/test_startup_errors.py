@@ -104,6 +104,18 @@ CASES = [
         "--metrics-cert-dir",
         "not a certificate",
     ),
+    # A count of things done at once (or in one run) of 0 would leave the controller doing nothing.
+    *(
+        (["--kubeconfig", "{closed}", flag, "0"], flag, "must be at least 1 (got 0)")
+        for flag in (
+            "--workers",
+            "--event-senders",
+            "--runs-in-flight",
+            "--batch-max",
+            "--poll-batch-max",
+            "--module-concurrency",
+        )
+    ),
 ]
 
 

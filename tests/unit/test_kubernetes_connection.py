@@ -175,3 +175,15 @@ def test_a_missing_ca_file_is_unavailable_naming_the_option(tmp_path):
     block = block_of({"host": "https://127.0.0.1:1", "apiKey": TOKEN, "caCert": str(tmp_path / "gone")})
     with pytest.raises(CredentialsUnavailable, match=r"caCert .*gone cannot be read"):
         sdk.api_client(block)
+
+
+def test_the_client_keeps_a_connection_for_each_thread_of_a_batch():
+    """A batch works on ``concurrency`` items at once through the provider's one client; urllib3
+    closes the connections its pool cannot keep, so a pool smaller than that pays a TLS handshake
+    per call beyond it (the client's default is 5 per CPU: 10 on a 2-core machine)."""
+    from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue import args_common
+
+    block = block_of({"host": "https://127.0.0.1:1", "apiKey": TOKEN})
+    client = sdk.api_client(block)
+    kept = client.rest_client.pool_manager.connection_pool_kw["maxsize"]
+    assert kept == sdk.POOL_SIZE >= args_common.PROVIDERS_ARGS["concurrency"]["default"], kept

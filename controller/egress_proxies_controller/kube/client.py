@@ -56,6 +56,9 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+POOL_SIZE = 64  # connections kept open to the API server
+
+
 def load(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
     """A client for the configured cluster that names itself egress-proxies-controller/<version>.
 
@@ -79,22 +82,24 @@ def load(kubeconfig: str | None = None, context: str | None = None) -> client.Ap
             raise StartupError(
                 "--kubeconfig", "%s is not a kubeconfig (a YAML mapping is expected)" % kubeconfig
             )
+    configuration = client.Configuration()
     try:
         if kubeconfig or context:
-            api_client = config.new_client_from_config(config_file=kubeconfig, context=context)
+            config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
         else:
             try:
-                config.load_incluster_config()
+                config.load_incluster_config(client_configuration=configuration)
             except config.ConfigException as incluster:
                 try:
-                    config.load_kube_config()
+                    config.load_kube_config(client_configuration=configuration)
                 except Exception as exc:
                     raise StartupError(
                         "--kubeconfig",
                         "not set, no in-cluster config (%s) and no usable default kubeconfig (%s)"
                         % (_one_line(incluster), _one_line(exc)),
                     ) from None
-            api_client = client.ApiClient()
     except StartupError:
         raise
     except Exception as exc:  # the loader's errors have no common type (yaml, TypeError, ...)
@@ -106,6 +111,10 @@ def load(kubeconfig: str | None = None, context: str | None = None) -> client.Ap
         raise StartupError(
             "--kubeconfig", "%s is not a usable kubeconfig: %s" % (kubeconfig, message)
         ) from None
+    # The client keeps 5 connections per CPU; the workers, Event senders, watches and loops
+    # share this one, and urllib3 closes what does not fit: a TLS handshake per request beyond.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, POOL_SIZE)
+    api_client = client.ApiClient(configuration)
     api_client.user_agent = version.user_agent()
     return api_client
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 
+from . import credentials
+
 MESSAGE_MAX = 300  # an API server's message is a sentence; a proxy's HTML error page is not
 
 
@@ -47,7 +49,11 @@ def _status_message(body) -> str:
 
 def log_failure(log: logging.Logger, what: str, exc: BaseException) -> None:
     """``what`` failed, at ERROR: an API error on one line (the API server said why), anything
-    else with its traceback (a bug's only witness)."""
+    else with its traceback (a bug's only witness). A 401 is said once, by kube/credentials.py,
+    for every loop: here it is a debug line."""
+    if credentials.refused(exc):
+        log.debug("%s: the API server refused our credentials", what)
+        return
     if is_api_error(exc):
         log.error("%s: %s", what, describe(exc))
     else:

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 
-from ..kube import credentials, errors
+from ..kube import errors
 from . import poll_rounds
 from . import reconcile as rc
 from . import reconciler as rec
@@ -62,6 +62,7 @@ class ProxyController:
         in_flight: InFlight | None = None,
         observations: HealthObservations | None = None,
         workers: int = 4,
+        events=None,
     ):
         self.kube, self.informer, self.queue, self.executor = kube, informer, queue, executor
         self.settings = settings
@@ -101,7 +102,7 @@ class ProxyController:
         )
         self.reconcile = rc.Reconcile(
             informer,
-            StatusWrites(kube, informer.own_writes),  # the one writer of a Proxy's status
+            StatusWrites(kube, informer.own_writes, events),  # the one writer of a Proxy's status
             self.answers,
             self.in_flight,
             self.observations,
@@ -201,10 +202,7 @@ class ProxyController:
         try:
             outcome = self.reconcile(key)
         except Exception as exc:  # an API error on its write: this key backs off, alone
-            if credentials.refused(exc):  # said once (kube/credentials.py); the process stops
-                log.debug("reconcile of %s: the API server refused our credentials", key)
-            else:
-                errors.log_failure(log, "reconcile of %s failed" % key, exc)
+            errors.log_failure(log, "reconcile of %s failed" % key, exc)  # a 401: said once
             outcome = rc.Outcome(rc.DONE, rec.Step(backoff=True))
         if outcome.what == rc.CALL:
             self.in_flight.add(key, outcome.call.action)

@@ -1,4 +1,5 @@
-"""The Proxy controller's writes of one step: the finalizer, the status, the Events.
+"""The Proxy controller's writes of one step: the finalizer, the status, the Events (these
+recorded for a sender thread in the controller process: kube/event_recorder.py).
 
 The status is written with the resourceVersion of the snapshot the step was decided from and
 never retried: a conflict raises ``client.Conflict`` and the reconcile requeues the key (an
@@ -21,8 +22,11 @@ FAULT_ENV = "EGRESS_PROXIES_CONTROLLER_FAULT"
 
 
 class StatusWrites:
-    def __init__(self, kube, own_writes):
+    def __init__(self, kube, own_writes, events=None):
+        """``events``: where Events go (kube/event_recorder.py sends them off the reconcile's
+        path); None: ``kube.event``, each sent before the reconcile goes on."""
         self.kube, self.own_writes = kube, own_writes
+        self.events = events if events is not None else kube
 
     def commit(self, obj: dict, step: rec.Step):
         """Finalizer, then status, then Events; returns the latest object (None when gone).
@@ -42,7 +46,7 @@ class StatusWrites:
                 obj = written
                 self.own_writes.wrote(obj)
         for event_type, reason, message in step.events:
-            self.kube.event(obj, event_type, reason, message, api.EVENT_COMPONENT)
+            self.events.event(obj, event_type, reason, message, api.EVENT_COMPONENT)
         if step.remove_finalizer:
             obj = self.kube.set_finalizer(obj, False)
             if obj is not None:

@@ -68,6 +68,9 @@ __all__ = [
 ]
 
 
+POOL_SIZE = 64  # connections kept open (the proxy_instance/proxy_info ``concurrency`` ceiling)
+
+
 class SDKMissing(Exception):
     """The kubernetes Python client is not installed where the module runs."""
 
@@ -134,6 +137,9 @@ def api_client(block):
     for attribute, value in connection.overrides(block).items():
         setattr(configuration, attribute, value)
     configuration.retries = 0  # no hidden retries: the Deadline decides how long a call may take
+    # The client keeps 5 connections per CPU; a batch's threads (``concurrency``, 16 by default)
+    # each need one, and urllib3 closes what does not fit: a new TLS handshake per call beyond them.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, POOL_SIZE)
     client = k8s_client.ApiClient(configuration)
     traced_pool.trace_requests(client)  # a child span per API request (traced_pool.py)
     return client
