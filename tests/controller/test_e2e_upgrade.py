@@ -35,6 +35,7 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import tarfile
 import types
@@ -411,6 +412,17 @@ def polled_untouched(new, instances: dict, release: str) -> str:
     return text
 
 
+def released_controller_stopped(proc) -> None:
+    """The released controller finished its shutdown on SIGTERM. Its exit status is 0, or SIGABRT
+    after it logged ``stopped``: the released code can abort in the interpreter's finalization
+    when a daemon thread (its informer's) still holds stderr's lock (CI saw 0.2.0's do it, in
+    test_e2e_upgrade_auth.py); this tree stops that thread before it returns (__main__.py).
+    Anything else, an abort before ``stopped`` included, fails."""
+    code, tail = proc.stop(), proc.tail()
+    finished = tail.rstrip().endswith("egress_proxies_controller stopped")
+    assert code == 0 or (code == -signal.SIGABRT and finished), (code, tail)
+
+
 def event_counts(admin, namespace: str) -> list:
     """(name, count) of every Event of ``namespace``: none new, none counted again."""
     return sorted(
@@ -476,7 +488,7 @@ def test_an_upgrade_from_the_last_release_keeps_every_instance(plane, tmp_path):
         new.wait_ready()
         # Both run, as in a rolling update: the new one stands by while the old one leads.
         assert "\negress_proxies_leader 0.0\n" in new.metrics()
-        assert old.stop() == 0, old.tail()
+        released_controller_stopped(old)
 
         polled_untouched(new, {"local": 2, "k8s": 1}, RELEASE)
         assert squids(state_dir) == local_before

@@ -145,7 +145,7 @@ def test_an_upgrade_from_0_2_0_keeps_pools_auth_proxies_and_their_secrets(plane,
         new.start(extra_args=NEW_FLAGS)
         new.wait_ready()
         assert "\negress_proxies_leader 0.0\n" in new.metrics()
-        assert old.stop() == 0, old.tail()
+        test_e2e_upgrade.released_controller_stopped(old)
 
         polled_untouched(new, {"local": MEMBERS + 1}, RELEASE)
         assert squids(state_dir) == local_before

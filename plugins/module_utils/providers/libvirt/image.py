@@ -95,22 +95,39 @@ def resolve(config, image: str) -> Image:
     )
 
 
-# A marker read over a connection many items share (a batch's threads) has come back short
-# (test_batch_of_twenty_on_one_host_dials_once): a marker is declared invalid, and its base
-# refused as "no valid marker", only after this many reads agree.
+# A marker read over a connection many items share (a batch's threads) has come back short, and
+# once as something that was not the marker at all (test_batch_of_twenty_on_one_host_dials_once,
+# twice in CI): a base is declared untrusted, and refused while anything backs onto it, only
+# after this many listings and reads all failed to confirm it. A base that is truly not cached
+# costs two more listings.
 MARKER_READS = 3
 
 
 def is_cached(conn, pool: str, image: Image) -> bool:
     """The marker exists and holds the configured digest (for a bare URL: names this URL), and
-    the image volume exists. Anything else means: fetch again (when nothing uses the volume)."""
-    names = set(conn.volume_names(pool))
-    if image.marker not in names or image.volume not in names:
-        return False
+    the image volume exists. Anything else means: fetch again (when nothing uses the volume).
+    One confirmation is enough; a "no" must be seen ``MARKER_READS`` times."""
+    seen = []
     for _attempt in range(MARKER_READS):
-        text = conn.volume_download(pool, image.marker, MARKER_LIMIT).decode("utf-8", "replace").split()
-        if len(text) == 2:
-            return text[0] == image.sha256 if image.sha256 else text[1] == image.url
+        names = set(conn.volume_names(pool))
+        if image.marker not in names or image.volume not in names:
+            seen.append(
+                "marker listed: %s, volume listed: %s" % (image.marker in names, image.volume in names)
+            )
+            continue
+        raw = conn.volume_download(pool, image.marker, MARKER_LIMIT)
+        text = raw.decode("utf-8", "replace").split()
+        if len(text) == 2 and (text[0] == image.sha256 if image.sha256 else text[1] == image.url):
+            if seen:
+                log.warning(
+                    "base volume %s confirmed after %d reads that did not: %s",
+                    image.volume,
+                    len(seen),
+                    "; ".join(seen),
+                )
+            return True
+        seen.append("marker of %d bytes, %d words, not this image's" % (len(raw), len(text)))
+    log.info("base volume %s not cached: %s", image.volume, "; ".join(seen))
     return False
 
 

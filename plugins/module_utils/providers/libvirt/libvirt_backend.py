@@ -92,6 +92,20 @@ class _Upload:
             pass
 
 
+def _read_twice_if_undescribed(lookup, what: str, name: str):
+    """``lookup(name)``, asked once more when libvirt answered failure without saying why (no
+    error set: seen in CI for a domain lookup over ssh during a create, and for a volume lookup
+    in a batch of 20 creates on one host). A lookup only reads, so asking again is safe; a
+    described error, "no such domain" or "no storage vol" included, is reported at once."""
+    try:
+        return lookup(name)
+    except libvirt.libvirtError as exc:
+        if exc.get_error_code():
+            raise
+        log.debug("lookup of %s %s failed without an error; asking once more", what, name)
+        return lookup(name)
+
+
 class LibvirtConnection:
     """``backend.Connection`` over one ``virConnect``."""
 
@@ -112,23 +126,13 @@ class LibvirtConnection:
             return False
 
     def _domain(self, name):
-        try:
-            return self._conn.lookupByName(name)
-        except libvirt.libvirtError as exc:
-            if exc.get_error_code():
-                raise
-            # libvirt answered failure without saying why (no error set: seen once in CI, a
-            # lookup over ssh during a create); a lookup only reads, so it is asked once more
-            # before the failure is reported (a described error, "no such domain" included,
-            # is reported at once)
-            log.debug("lookup of domain %s failed without an error; asking once more", name)
-            return self._conn.lookupByName(name)
+        return _read_twice_if_undescribed(self._conn.lookupByName, "domain", name)
 
     def _pool(self, pool):
-        return self._conn.storagePoolLookupByName(pool)
+        return _read_twice_if_undescribed(self._conn.storagePoolLookupByName, "storage pool", pool)
 
     def _volume(self, pool, name):
-        return self._pool(pool).storageVolLookupByName(name)
+        return _read_twice_if_undescribed(self._pool(pool).storageVolLookupByName, "volume", name)
 
     @_calls
     def lib_version(self) -> int:
