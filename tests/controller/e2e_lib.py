@@ -145,14 +145,6 @@ def controller_api(kube_admin):
     return kube_admin
 
 
-# Below the kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default): a
-# port the kernel hands out for port 0 is also handed to outgoing connections, so one chosen that
-# way can be taken before the controller binds it (seen: "--metrics-addr: cannot listen ...:
-# Address already in use" while the version matrix ran beside the suite). A port below it is
-# taken only by a listener that names it.
-_LISTEN_PORTS = range(20000, 32768)
-
-
 @functools.cache
 def controller_knows(code: str, flag: str) -> bool:
     """Whether the controller package of the tree ``code`` has the command-line flag ``flag``
