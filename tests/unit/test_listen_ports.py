@@ -8,7 +8,7 @@ import listen_ports
 
 
 def test_a_process_never_hands_out_a_port_twice():
-    ports = [listen_ports.free_port() for _ in range(600)]
+    ports = [listen_ports.free_port() for _choice in range(600)]
     assert len(set(ports)) == len(ports)
     assert all(p in listen_ports.LISTEN_PORTS for p in ports)
 
