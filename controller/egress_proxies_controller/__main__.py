@@ -29,6 +29,7 @@ COUNT_FLAGS = (
     "--workers",
     "--event-senders",
 )
+MAX_FOLLOW_SECONDS = 600.0  # proxy_instance's own limit for ``follow``
 EVENTS_CLOSE_TIMEOUT = 10.0  # seconds the Events still queued at a stop may take to be sent
 
 
@@ -107,6 +108,11 @@ def _usage_problem(args) -> str:
         value = getattr(args, flag.lstrip("-").replace("-", "_"))
         if value < 1:
             return "%s: must be at least 1 (got %d)" % (flag, value)
+    if not 0 <= args.follow_starting <= min(MAX_FOLLOW_SECONDS, args.run_timeout - 1):
+        return "--follow-starting: must be from 0 (off) to %g seconds, less than --run-timeout (got %g)" % (
+            min(MAX_FOLLOW_SECONDS, args.run_timeout - 1),
+            args.follow_starting,
+        )
     return ""
 
 
@@ -304,6 +310,7 @@ def _executor(args, metrics, may_act, elector, identity):
         **_flags(args, "run_timeout", "call_timeout", "keep_artifacts", "collections_path", "renew_deadline"),
         run_log=args.run_log,
         concurrency=args.module_concurrency,
+        follow=args.follow_starting,
         list_threshold=args.list_poll_threshold,
         metrics=metrics,
         may_run=may_act,

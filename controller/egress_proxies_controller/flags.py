@@ -120,6 +120,14 @@ def _execution(g) -> None:
         ("--call-timeout", float, 120.0, "seconds for one Proxy's provider calls"),
         ("--module-concurrency", int, 16, "items worked on at once inside a run"),
         (
+            "--follow-starting",
+            float,
+            10.0,
+            "seconds a run goes on reading, once a second, the instances its creates left starting, "
+            "answering each as soon as it runs: its Proxy is Ready then, not at a later run's poll "
+            "(0: off; at most 600, and less than --run-timeout)",
+        ),
+        (
             "--list-poll-threshold",
             int,
             10,

@@ -173,6 +173,21 @@ options:
         is touched; a reader that goes away does not fail the run.
     type: path
     version_added: 0.3.0
+  follow:
+    description:
+      - >-
+        With O(instances), the seconds (0, off, to 600) for which an item whose instance is still
+        starting (state C(Provisioning)) after its create is read again, once a second, in the same
+        run. Its result (and its O(result_stream) line) is then given as soon as the instance is
+        no longer starting, or when the window ends, with the last state read.
+      - Unlike O(wait), following holds none of the O(concurrency) slots, and a window that ends
+        is no failure. Items with O(wait), O(state=absent) items and check mode are not followed.
+        A read that fails keeps the item's last result.
+      - Meant for the controller, whose Proxies are then Ready as their instances come up, without
+        waiting for another run to poll them.
+    type: float
+    default: 0
+    version_added: 0.3.0
   force:
     description:
       - With O(state=absent), delete an instance of this installation even when its ownership uid
@@ -442,6 +457,7 @@ def argument_spec() -> dict:
     spec["instances"] = {"type": "list", "elements": "dict", "options": dict(INSTANCE_OPTIONS)}
     spec["invalid_items"] = {"type": "str", "choices": ["fail_all", "fail_item"], "default": "fail_all"}
     spec["result_stream"] = {"type": "path"}
+    spec["follow"] = {"type": "float", "default": 0.0}
     return spec
 
 

@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import random
+import re
 import subprocess
 import urllib.request
 import uuid
@@ -287,6 +288,24 @@ def test_kubernetes_provider_proxy_becomes_ready_on_kwok(e2e):
     namespace, name = obj["status"]["providerID"].split("/")
     pod = k8s.CoreV1Api(e2e.admin).read_namespaced_pod(name, namespace)
     assert pod.status.pod_ip == obj["status"]["ip"]
+
+
+def test_a_proxy_is_ready_from_the_run_that_created_it(e2e):
+    """Issue 38, Ready as they come: the create's run reads the new Pod until it runs
+    (``--follow-starting``), so its Proxy is Ready with no second run to poll it (polls are
+    put off for 10 minutes here), in one status write that says Created and then Ready."""
+    e2e.controller.stop()
+    e2e.controller.start(
+        extra_args=["--probe-interval", "0", "--provisioning-poll", "600", "--follow-starting", "30"]
+    )
+    e2e.controller.wait_ready()
+    e2e.create("followed", {"provider": "k8s"})
+    obj = e2e.wait_ready("followed", timeout=60)
+    assert obj["status"]["state"] == "Running" and obj["status"]["ip"]
+    runs = re.findall(r"^egress_proxies_runner_runs_total\{[^}]*\} (\S+)$", e2e.controller.metrics(), re.M)
+    assert sum(float(v) for v in runs) == 1, runs  # the create's run only: nobody polled it
+    reasons = [reason for reason, _message in e2e.events("followed")]
+    assert "Created" in reasons and "Ready" in reasons, reasons
 
 
 def test_cloud_init_from_a_secret_never_leaks(e2e):

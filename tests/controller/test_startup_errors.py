@@ -116,6 +116,19 @@ CASES = [
             "--module-concurrency",
         )
     ),
+    # How long a run reads the instances it left starting: proxy_instance's own limits, and never
+    # as long as a whole run may take (the run would be abandoned while it reads).
+    (["--kubeconfig", "{closed}", "--follow-starting", "-1"], "--follow-starting", "from 0 (off) to 299"),
+    (
+        ["--kubeconfig", "{closed}", "--follow-starting", "601", "--run-timeout", "900"],
+        "--follow-starting",
+        "600",
+    ),
+    (
+        ["--kubeconfig", "{closed}", "--follow-starting", "60", "--run-timeout", "60"],
+        "--follow-starting",
+        "got 60",
+    ),
 ]
 
 

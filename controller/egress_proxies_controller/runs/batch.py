@@ -75,12 +75,20 @@ def encode(actions: dict, create_fields: dict, list_threshold: int) -> Batch:
 
 
 def payload(
-    instances: list, gets: dict, lists: list, concurrency: int, call_timeout: float, stream: str = ""
+    instances: list,
+    gets: dict,
+    lists: list,
+    concurrency: int,
+    call_timeout: float,
+    stream: str = "",
+    follow: float = 0.0,
 ) -> dict:
     """The playbook's ``batch`` (the in-memory items file) for one run; ``stream``: the
-    ``result_stream`` pipe of its instances (empty: none)."""
+    ``result_stream`` pipe of its instances (empty: none); ``follow``: seconds the run reads
+    the instances its creates left starting (proxy_instance's ``follow``; 0: off)."""
     return {
         "result_stream": stream,
+        "follow": follow,
         "instances": instances,
         "gets": [{"provider": p, "ids": [i for _key, i in entries]} for p, entries in sorted(gets.items())],
         "lists": lists,

@@ -64,6 +64,7 @@ class Executor:
         run_timeout: float = 300.0,
         call_timeout: float = 120.0,
         concurrency: int = 16,
+        follow: float = 0.0,
         list_threshold: int = 10,
         keep_artifacts: int = 5,
         collections_path: str | None = None,
@@ -83,6 +84,7 @@ class Executor:
         self.run_timeout = run_timeout
         self.call_timeout = call_timeout
         self.concurrency = concurrency
+        self.follow = follow  # seconds a run reads the instances it left starting (0: off)
         self.list_threshold = list_threshold
         self.keep_artifacts = keep_artifacts
         self.collections_path = collections_path
@@ -149,7 +151,13 @@ class Executor:
         keys, on_answer = stream
         pipe = ResultPipe(list(keys), on_answer) if instances and on_answer is not None else None
         items = batch.payload(
-            instances, gets, lists, self.concurrency, self.call_timeout, pipe.path if pipe else ""
+            instances,
+            gets,
+            lists,
+            self.concurrency,
+            self.call_timeout,
+            pipe.path if pipe else "",
+            follow=self.follow,
         )
         try:
             return self.run_playbook("batch.yml", PLAYBOOK, items, batch.label(instances, gets, lists))

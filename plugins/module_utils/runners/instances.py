@@ -24,6 +24,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.module_glue.a
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners import (
     batch,
+    follow,
     instance_diff,
     result_stream,
 )
@@ -92,10 +93,12 @@ def _invalid(item: InvalidItem) -> dict:
 class Converger:
     """Converges items against providers of one ``ProxyModule``."""
 
-    def __init__(self, pm, timeout: float, check_fixed: bool = True):
+    def __init__(self, pm, timeout: float, check_fixed: bool = True, follows: bool = False):
         """``check_fixed``: refuse a present item whose fixed fields (port) differ from the
-        existing instance's (``proxy_instance``); a pool's members keep theirs by design."""
-        self.check_fixed = check_fixed
+        existing instance's (``proxy_instance``); a pool's members keep theirs by design.
+        ``follows``: a follower reads the instances left starting (``follow``), so a create
+        answers without reading its instance back."""
+        self.check_fixed, self.follows = check_fixed, follows
         self.in_place = set()  # (provider, name) of the items changed in place (auth rotated)
         self.pm = pm
         self.timeout = timeout
@@ -153,6 +156,13 @@ class Converger:
             provider_id = provider.create(request_of(item), deadline)
         except errors.ProviderError as exc:
             return failure(item, exc, provider_id)
+        if self.follows and not item.wait:
+            # The follower reads it within a second (follow.py): a read now would only say it
+            # is starting, one more call per instance on a backend a burst already keeps busy.
+            instance = contract.Instance(
+                id=provider_id, name=item.name, uid=item.uid, state=contract.PROVISIONING
+            )
+            return _result(item, True, instance)
         try:
             instance = provider.get(provider_id, deadline)
         except errors.ProviderError as exc:
@@ -335,11 +345,45 @@ def _stream(pm):
     return result_stream.ResultStream(path)
 
 
+def _follower(pm, stream):
+    """The ``follow`` reader of the instances left starting (batch form, present items), or
+    None; a bad window is refused before any item is touched."""
+    window = pm.params.get(follow.FIELD)
+    refused = follow.problem(window)
+    if refused:
+        raise UsageError(refused)
+    if not window:
+        return None
+    if pm.params.get("instances") is None:
+        raise UsageError("%s: only with instances (the batch form)" % follow.FIELD)
+    if pm.check_mode:
+        return None  # nothing was created: nothing to read again
+    on_done = stream.write if stream is not None else (lambda index, result: None)
+    return follow.Follower(pm.provider, window, on_done, int(pm.params["concurrency"]))
+
+
+def _finished(items: list, stream, follower):
+    """What hears each item's result as it finishes: the follower first (it answers a starting
+    instance later), else the stream; None when nobody listens."""
+    if follower is None:
+        return stream.write if stream is not None else None
+
+    def finished(index: int, result: dict) -> None:
+        item = items[index]
+        if isinstance(item, InvalidItem) or item.state != STATE_PRESENT or item.wait:
+            taken = False
+        else:
+            taken = follower.take(index, item.provider, result)
+        if not taken and stream is not None:
+            stream.write(index, result)
+
+    return finished
+
+
 def run(pm) -> dict:
     """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
     isolate = pm.params.get("invalid_items") == "fail_item"
     items = items_from_params(pm.params, pm.config, isolate=isolate, raw=pm.raw_params, resolve=pm.provider)
-    converger = Converger(pm, float(pm.params["timeout"]))
 
     def work(item):
         if isinstance(item, InvalidItem):
@@ -347,14 +391,18 @@ def run(pm) -> dict:
         return converger.converge(item)
 
     stream = _stream(pm)
+    follower = _follower(pm, stream)
+    converger = Converger(pm, float(pm.params["timeout"]), follows=follower is not None)
     try:
         results = batch.run(
             items,
             work,
             failure,
             concurrency=int(pm.params["concurrency"]),
-            on_done=stream.write if stream is not None else None,
+            on_done=_finished(items, stream, follower),
         )
+        if follower is not None:
+            results = follower.finish(results)
     finally:
         if stream is not None:
             stream.close()
