@@ -30,6 +30,7 @@ COUNT_FLAGS = (
     "--event-senders",
 )
 MAX_FOLLOW_SECONDS = 600.0  # proxy_instance's own limit for ``follow``
+DEFAULT_FOLLOW_SECONDS = 30.0
 EVENTS_CLOSE_TIMEOUT = 10.0  # seconds the Events still queued at a stop may take to be sent
 
 
@@ -98,6 +99,14 @@ def _configure_logging(args) -> None:
     logging.basicConfig(level=args.log_level, handlers=[log_format.handler(args.log_format)])
 
 
+def follow_window(args) -> float:
+    """``--follow-starting``, or its default: 30 s, or a quarter of ``--run-timeout`` when that
+    is less (a short run timeout set alone is never refused for a window nobody asked for)."""
+    if args.follow_starting is not None:
+        return args.follow_starting
+    return min(DEFAULT_FOLLOW_SECONDS, args.run_timeout / 4.0)
+
+
 def _usage_problem(args) -> str:
     """What makes the flags unusable together ("" when nothing does)."""
     if not args.providers_file:
@@ -108,7 +117,9 @@ def _usage_problem(args) -> str:
         value = getattr(args, flag.lstrip("-").replace("-", "_"))
         if value < 1:
             return "%s: must be at least 1 (got %d)" % (flag, value)
-    if not 0 <= args.follow_starting <= min(MAX_FOLLOW_SECONDS, args.run_timeout - 1):
+    if args.follow_starting is not None and not 0 <= args.follow_starting <= min(
+        MAX_FOLLOW_SECONDS, args.run_timeout - 1
+    ):
         return "--follow-starting: must be from 0 (off) to %g seconds, less than --run-timeout (got %g)" % (
             min(MAX_FOLLOW_SECONDS, args.run_timeout - 1),
             args.follow_starting,
@@ -310,7 +321,7 @@ def _executor(args, metrics, may_act, elector, identity):
         **_flags(args, "run_timeout", "call_timeout", "keep_artifacts", "collections_path", "renew_deadline"),
         run_log=args.run_log,
         concurrency=args.module_concurrency,
-        follow=args.follow_starting,
+        follow=follow_window(args),
         list_threshold=args.list_poll_threshold,
         metrics=metrics,
         may_run=may_act,

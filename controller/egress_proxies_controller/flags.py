@@ -122,10 +122,10 @@ def _execution(g) -> None:
         (
             "--follow-starting",
             float,
-            10.0,
-            "seconds a run goes on reading, once a second, the instances its creates left starting, "
-            "answering each as soon as it runs: its Proxy is Ready then, not at a later run's poll "
-            "(0: off; at most 600, and less than --run-timeout)",
+            None,
+            "seconds a run goes on reading the instances its creates left starting, answering each "
+            "as soon as it runs: its Proxy is Ready then, not at a later run's poll (default 30, or "
+            "a quarter of --run-timeout when that is less; 0: off; at most 600, less than --run-timeout)",
         ),
         (
             "--list-poll-threshold",

@@ -146,9 +146,9 @@ def test_follow_is_refused_without_the_batch_form(tmp_path):
 
 
 def test_a_backlog_is_not_read_again_and_again():
-    """200 instances that never start within 6 s: each round reads a few, oldest first, and an
-    instance is read again after 1, 2, then 4 seconds, not every second (a backend with a
-    backlog is not asked about what it has not got to)."""
+    """200 instances that never start within 6 s: a round a second, each reading a few (the
+    last round found none running), oldest first: a backend with a backlog is not asked again
+    and again about what it has not got to."""
     backend = StartingBackend(reads_before_running=None)
     ids = ["b%03d" % i for i in range(200)]
     results, _heard = _follow(backend, ids, window=6, concurrency=16)

@@ -29,7 +29,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline
 
 FIELD = "follow"
 PERIOD_SECONDS = 1.0  # before an instance's first read again (the wait option's interval)
-MAX_PERIOD_SECONDS = 4.0  # the longest pause between two reads of one starting instance
+MAX_PERIOD_SECONDS = 2.0  # the longest pause between two reads of one starting instance
 MIN_READS = 4  # reads a round may make even when the last round found nothing running
 READ_SECONDS = 10.0  # at most, for one read: a slow read only delays that item's next look
 MAX_SECONDS = 600.0
@@ -71,8 +71,8 @@ class Follower:
     result once.
 
     What it reads is bounded, so a backend with a backlog is not asked again and again about
-    instances it has not got to: an item still starting is read again after 1, then 2, then
-    every 4 seconds, the oldest first; a round starts at most once a second and reads at most
+    instances it has not got to: an item still starting is read again after 1, then every 2
+    seconds, the oldest first; a round starts at most once a second and reads at most
     twice as many as the last round found running, plus a few (``concurrency`` at first)."""
 
     def __init__(self, provider_of, window: float, on_done, concurrency: int):
