@@ -55,9 +55,19 @@ def test_one_create_is_one_complete_trace_without_secrets(traced):
     e2e.wait_ready(name)
 
     def has_create_tree(spans) -> bool:
-        return any(s.name == "provider.create" for s in spans) and any(
-            s.name == "reconcile.apply" and s.attributes.get("proxy.op") == "create" for s in spans
-        )
+        """The create's spans up to the run's root: the Proxy is Ready from its item's streamed
+        answer (the run follows the instance it made), before that run, its module and their
+        spans have ended and been exported."""
+        by_id = {s.span_id: s for s in spans}
+        for create in (s for s in spans if s.name == "provider.create"):
+            chain = [create]
+            while chain[-1].parent_id in by_id:
+                chain.append(by_id[chain[-1].parent_id])
+            if chain[-1].parent_id == "" and chain[-1].name == "reconcile":
+                return any(
+                    s.name == "reconcile.apply" and s.attributes.get("proxy.op") == "create" for s in spans
+                )
+        return False
 
     receiver.wait_for(has_create_tree, "the create's spans")
     spans = list(receiver.spans)
