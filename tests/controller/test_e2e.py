@@ -310,7 +310,7 @@ def test_a_proxy_is_ready_from_the_run_that_created_it(e2e):
         with open(e2e.controller.log_path, errors="replace") as handle:
             return [line for line in handle if "runner run batch.yml" in line]
 
-    kube_testlib.wait_for("the create's run logged", lambda: batch_runs(), timeout=60)
+    kube_testlib.wait_for("the create's run logged", batch_runs, timeout=60)
     time.sleep(3)  # a poll would have come 1 s after a Provisioning answer (--requeue-now)
     runs = batch_runs()
     assert len(runs) == 1 and "instances=1 gets=0 lists=0" in runs[0], runs  # nobody polled it
