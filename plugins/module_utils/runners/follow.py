@@ -29,7 +29,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.core.deadline
 
 FIELD = "follow"
 PERIOD_SECONDS = 1.0  # before an instance's first read again (the wait option's interval)
-MAX_PERIOD_SECONDS = 2.0  # the longest pause between two reads of one starting instance
+REREAD_SECONDS = 2.0  # between two later reads of one starting instance
 MIN_READS = 4  # reads a round may make even when the last round found nothing running
 READ_SECONDS = 10.0  # at most, for one read: a slow read only delays that item's next look
 MAX_SECONDS = 600.0
@@ -55,14 +55,12 @@ def starting(result: dict) -> bool:
 
 @dataclasses.dataclass
 class _Followed:
-    """One followed item: its provider, its latest result, when its window ends, its next read
-    and how many reads found it still starting."""
+    """One followed item: its provider, its latest result, when its window ends, its next read."""
 
     provider: str
     result: dict
     until: float
     next_read: float
-    reads: int = 0
 
 
 class Follower:
@@ -129,10 +127,7 @@ class Follower:
                     self._settle(index, result)
                 else:
                     with self._lock:
-                        entry.result, entry.reads = result, entry.reads + 1
-                        entry.next_read = time.monotonic() + min(
-                            MAX_PERIOD_SECONDS, PERIOD_SECONDS * 2**entry.reads
-                        )
+                        entry.result, entry.next_read = result, time.monotonic() + REREAD_SECONDS
             self._budget = 2 * found + MIN_READS
 
     def _wait_for_due(self) -> tuple:
