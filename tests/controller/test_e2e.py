@@ -295,12 +295,12 @@ def test_kubernetes_provider_proxy_becomes_ready_on_kwok(e2e):
 
 def test_a_proxy_is_ready_from_the_run_that_created_it(e2e):
     """Issue 38, Ready as they come: the create's run reads the new Pod until it runs
-    (``--follow-starting``), so its Proxy is Ready with no second run to poll it (polls are
-    put off for 10 minutes here), in one status write that says Created and then Ready."""
+    (``--follow-starting``), so its Proxy is Ready with no second run to poll it, in one status
+    write that says Created and then Ready. Polls are put off for 10 minutes here, the Running
+    one too: the harness's 3 s round would read it 1.5 to 4.5 s after Ready."""
     e2e.controller.stop()
-    e2e.controller.start(
-        extra_args=["--probe-interval", "0", "--provisioning-poll", "600", "--follow-starting", "30"]
-    )
+    polls_put_off = ["--provisioning-poll", "600", "--running-poll", "600"]
+    e2e.controller.start(extra_args=["--probe-interval", "0", *polls_put_off, "--follow-starting", "30"])
     e2e.controller.wait_ready()
     e2e.create("followed", {"provider": "k8s"})
     obj = e2e.wait_ready("followed", timeout=60)
