@@ -177,9 +177,10 @@ options:
     description:
       - >-
         With O(instances), the seconds (0, off, to 600) for which an item whose instance is still
-        starting (state C(Provisioning)) after its create is read again, once a second, in the same
-        run. Its result (and its O(result_stream) line) is then given as soon as the instance is
-        no longer starting, or when the window ends, with the last state read.
+        starting (state C(Provisioning)) after its create is read again in the same run (a second
+        later, then every 2 seconds, a bounded number a second, the oldest first). Its result (and
+        its O(result_stream) line) is then given as soon as the instance is no longer starting, or
+        when the window ends, with the last state read.
       - Unlike O(wait), following holds none of the O(concurrency) slots, and a window that ends
         is no failure. Items with O(wait), O(state=absent) items and check mode are not followed.
         A read that fails keeps the item's last result.

@@ -156,7 +156,7 @@ class Converger:
             provider_id = provider.create(request_of(item), deadline)
         except errors.ProviderError as exc:
             return failure(item, exc, provider_id)
-        if self.follows and not item.wait:
+        if self.follows and followed(item):
             # The follower reads it within a second (follow.py): a read now would only say it
             # is starting, one more call per instance on a backend a burst already keeps busy.
             instance = contract.Instance(
@@ -362,6 +362,12 @@ def _follower(pm, stream):
     return follow.Follower(pm.provider, window, on_done, int(pm.params["concurrency"]))
 
 
+def followed(item) -> bool:
+    """Whether ``item``'s instance, when left starting, is read again by the follower: present
+    items without ``wait`` (an item that waits reads its instance itself)."""
+    return not isinstance(item, InvalidItem) and item.state == STATE_PRESENT and not item.wait
+
+
 def _finished(items: list, stream, follower):
     """What hears each item's result as it finishes: the follower first (it answers a starting
     instance later), else the stream; None when nobody listens."""
@@ -370,10 +376,7 @@ def _finished(items: list, stream, follower):
 
     def finished(index: int, result: dict) -> None:
         item = items[index]
-        if isinstance(item, InvalidItem) or item.state != STATE_PRESENT or item.wait:
-            taken = False
-        else:
-            taken = follower.take(index, item.provider, result)
+        taken = followed(item) and follower.take(index, item.provider, result)
         if not taken and stream is not None:
             stream.write(index, result)
 
