@@ -17,9 +17,9 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
+import workdirs  # the bench directory is on sys.path
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=50)
     args = parser.parse_args()
     n = args.count
-    workdir = tempfile.mkdtemp(prefix="bench-batch-")
+    workdir = workdirs.make("bench-batch-")
     try:
         figures = {}
         for mode in ("batch", "loop"):

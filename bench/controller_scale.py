@@ -54,6 +54,7 @@ sys.path[:0] = [
 import base_tree  # noqa: E402
 import ready_times  # noqa: E402
 import ready_watch  # noqa: E402
+import workdirs  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
 from kubernetes import client as k8s  # noqa: E402
@@ -435,7 +436,7 @@ def main() -> None:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     counts = [int(c) for c in args.counts.split(",")]
-    workdir = tempfile.mkdtemp(prefix="bench-controller-")
+    workdir = workdirs.make("bench-controller-")
     base = {}
     if args.base:
         code, collections = base_tree.export(args.base, os.path.join(workdir, "base"))

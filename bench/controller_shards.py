@@ -25,6 +25,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
 
+import workdirs  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
 from controller_scale import cpu_seconds, create_proxies, kwok_providers, peak_rss_mib  # noqa: E402
@@ -136,7 +137,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=3)
     parser.add_argument("--budget", type=float, default=1800.0, help="seconds for all to be Ready")
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="bench-shards-")
+    workdir = workdirs.make("bench-shards-")
     plane = ControlPlane(os.path.join(workdir, "cluster"), max_pods=args.count * 4 + 100, pod_cidr_prefix=18)
     plane.start()
     rows = []

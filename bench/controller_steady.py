@@ -58,6 +58,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
 
 import base_tree  # noqa: E402
+import workdirs  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from controller_scale import (  # noqa: E402
     cpu_seconds,
@@ -518,7 +519,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.pools and args.count % args.pools:
         parser.error("--pools must divide --count")
-    workdir = tempfile.mkdtemp(prefix="bench-steady-")
+    workdir = workdirs.make("bench-steady-")
     trees = [{"label": THIS, "code": ROOT, "collections": ""}]
     if args.base:
         code, collections = base_tree.export(args.base, os.path.join(workdir, "base"))

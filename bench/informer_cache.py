@@ -22,13 +22,13 @@ import gc
 import json
 import os
 import sys
-import tempfile
 import time
 import tracemalloc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller")]
 
+import workdirs  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from cluster.kube_cluster import ControlPlane  # noqa: E402
 from egress_proxies_controller.kube import informer as informer_mod  # noqa: E402
@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--page-size", type=int, default=informer_mod.PAGE_SIZE)
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="bench-informer-")
+    workdir = workdirs.make("bench-informer-")
     plane = ControlPlane(os.path.join(workdir, "cluster"))
     plane.start()
     try:

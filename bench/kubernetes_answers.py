@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +30,7 @@ sys.path[:0] = [
 ]
 
 import controller_scale  # noqa: E402
+import workdirs  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.config import providers_file as config  # noqa: E402
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000, help="Pods created (default 1000)")
     parser.add_argument("--rounds", type=int, default=5, help="lists each way (default 5)")
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="bench-answers-")
+    workdir = workdirs.make("bench-answers-")
     plane, admin = controller_scale.kwok_plane(workdir, args.count + 50)
     try:
         namespace = kube_testlib.create_namespace(admin, prefix="answers")

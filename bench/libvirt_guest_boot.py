@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import pathlib
 import sys
-import tempfile
 import time
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, ".venv", "collections"), os.path.join(ROOT, "tests")]
 
+import workdirs  # noqa: E402
 from contract.libvirt_backend import HOST_NAME  # noqa: E402
 from contract.libvirt_fixtures import Images  # noqa: E402
 from contract.libvirt_host import LibvirtHost  # noqa: E402
@@ -72,7 +72,7 @@ def main() -> None:
     harness = GuestBackend(host, images, image, network)
     choice = host.domain_type_for_guests(image.path)
     print(choice.line)
-    workdir = pathlib.Path(tempfile.mkdtemp(prefix="bench-guest-"))
+    workdir = pathlib.Path(workdirs.make("bench-guest-"))
     try:
         defaults = {
             "providers": [{"name": "hv", "type": "kvm2", "kvm2": harness.block()}],

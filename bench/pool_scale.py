@@ -32,6 +32,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "controller"), os.path.join(ROOT, "bench")]
 
+import workdirs  # noqa: E402
 from cluster import kube_testlib  # noqa: E402
 from controller_scale import (  # noqa: E402
     KWOK_TIMING,
@@ -178,7 +179,7 @@ def main() -> None:
     parser.add_argument("--modes", default="pool,proxies")
     parser.add_argument("--budget", type=float, default=900.0, help="seconds per phase before giving up")
     args = parser.parse_args()
-    workdir = tempfile.mkdtemp(prefix="bench-pool-")
+    workdir = workdirs.make("bench-pool-")
     plane, admin = kwok_plane(workdir, args.count * 3 + 100)
     rows = []
     try:
