@@ -394,6 +394,11 @@ def test_one_instance_name_on_two_providers_keeps_the_first(fleet, tmp_path):
         assert gone.rc == 0, gone.stdout[-3000:]
 
 
+# A name that renders to RENDERED only if something renders it: a bare "{{ 7 * 7 }}" rendered to
+# "49", which the listing's own timestamps, addresses and names also hold now and then.
+TEMPLATE = "{{ 'foreign-entry' ~ '-rendered-' ~ 7 * 7 }}"
+RENDERED = "foreign-entry-rendered-49"
+
 FOREIGN_ENTRIES = {
     "a list": ([], "not a mapping"),
     "no hosts key": ({"errors": [], "warnings": []}, "hosts: missing"),
@@ -403,7 +408,7 @@ FOREIGN_ENTRIES = {
         "hosts[0].id: missing",
     ),
     "a templated name": (
-        {"hosts": [{"name": {"__ansible_unsafe": "{{ 7 * 7 }}"}}], "errors": [], "warnings": []},
+        {"hosts": [{"name": {"__ansible_unsafe": TEMPLATE}}], "errors": [], "warnings": []},
         "hosts[0].id: missing",
     ),
 }
@@ -436,7 +441,7 @@ def test_a_cache_entry_of_another_shape_is_listed_afresh_with_a_warning(fleet, t
     assert run.rc == 0, run.stderr
     assert sorted(run.hostvars) == sorted(fleet["instances"])
     assert "is not this plugin's listing (%s): listed afresh" % problem in " ".join(run.stderr.split())
-    assert "49" not in run.stdout  # the foreign entry's template was never rendered
+    assert RENDERED not in run.stdout  # the foreign entry's template was never rendered
     with open(cache_dir / cached, encoding="utf-8") as handle:
         stored = json.loads(json.load(handle)["__payload__"])
     assert sorted(h["name"] for h in stored["hosts"]) == sorted(fleet["instances"])
