@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -61,69 +60,66 @@ def main() -> None:
     args = parser.parse_args()
     n = args.count
     workdir = workdirs.make("bench-batch-")
-    try:
-        figures = {}
-        for mode in ("batch", "loop"):
-            net = "127.%d.%d.0/24" % (random.randint(100, 250), random.randint(0, 255))
-            defaults = {
-                "providers": [
-                    {
-                        "name": "local",
-                        "type": "local",
-                        "local": {"stateDir": os.path.join(workdir, mode), "addressRange": net},
-                    }
-                ],
-                "installation": "bench",
-            }
-            uids = ["bench-%s-%03d" % (mode, i) for i in range(n)]
-            if mode == "batch":
-                create = [
-                    {
-                        "name": "create",
-                        PI: {"provider": "local", "wait": True, "instances": [{"uid": u} for u in uids]},
-                    }
-                ]
-                delete = [
-                    {
-                        "name": "delete",
-                        PI: {
-                            "provider": "local",
-                            "state": "absent",
-                            "wait": True,
-                            "instances": [{"uid": u} for u in uids],
-                        },
-                    }
-                ]
-            else:
-                create = [
-                    {
-                        "name": "create",
-                        PI: {"provider": "local", "uid": "{{ item }}", "wait": True},
-                        "loop": uids,
-                    }
-                ]
-                delete = [
-                    {
-                        "name": "delete",
-                        PI: {"provider": "local", "uid": "{{ item }}", "state": "absent", "wait": True},
-                        "loop": uids,
-                    }
-                ]
-            print("%s: creating %d proxies ..." % (mode, n), flush=True)
-            figures[(mode, "create")] = play(workdir, defaults, create, mode + "-create")
-            print("%s: deleting %d proxies ..." % (mode, n), flush=True)
-            figures[(mode, "delete")] = play(workdir, defaults, delete, mode + "-delete")
-        print()
-        print("proxy_instance, %d local proxies (real Squid), wall seconds per ansible-playbook run" % n)
-        print("%-8s %10s %10s %8s" % ("phase", "batch", "loop", "loop/batch"))
-        for phase in ("create", "delete"):
-            b, lo = figures[("batch", phase)], figures[("loop", phase)]
-            print("%-8s %10.1f %10.1f %7.1fx" % (phase, b, lo, lo / b))
-        total_b = figures[("batch", "create")] + figures[("batch", "delete")]
-        total_l = figures[("loop", "create")] + figures[("loop", "delete")]
-        print("%-8s %10.1f %10.1f %7.1fx" % ("total", total_b, total_l, total_l / total_b))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    figures = {}
+    for mode in ("batch", "loop"):
+        net = "127.%d.%d.0/24" % (random.randint(100, 250), random.randint(0, 255))
+        defaults = {
+            "providers": [
+                {
+                    "name": "local",
+                    "type": "local",
+                    "local": {"stateDir": os.path.join(workdir, mode), "addressRange": net},
+                }
+            ],
+            "installation": "bench",
+        }
+        uids = ["bench-%s-%03d" % (mode, i) for i in range(n)]
+        if mode == "batch":
+            create = [
+                {
+                    "name": "create",
+                    PI: {"provider": "local", "wait": True, "instances": [{"uid": u} for u in uids]},
+                }
+            ]
+            delete = [
+                {
+                    "name": "delete",
+                    PI: {
+                        "provider": "local",
+                        "state": "absent",
+                        "wait": True,
+                        "instances": [{"uid": u} for u in uids],
+                    },
+                }
+            ]
+        else:
+            create = [
+                {
+                    "name": "create",
+                    PI: {"provider": "local", "uid": "{{ item }}", "wait": True},
+                    "loop": uids,
+                }
+            ]
+            delete = [
+                {
+                    "name": "delete",
+                    PI: {"provider": "local", "uid": "{{ item }}", "state": "absent", "wait": True},
+                    "loop": uids,
+                }
+            ]
+        print("%s: creating %d proxies ..." % (mode, n), flush=True)
+        figures[(mode, "create")] = play(workdir, defaults, create, mode + "-create")
+        print("%s: deleting %d proxies ..." % (mode, n), flush=True)
+        figures[(mode, "delete")] = play(workdir, defaults, delete, mode + "-delete")
+    print()
+    print("proxy_instance, %d local proxies (real Squid), wall seconds per ansible-playbook run" % n)
+    print("%-8s %10s %10s %8s" % ("phase", "batch", "loop", "loop/batch"))
+    for phase in ("create", "delete"):
+        b, lo = figures[("batch", phase)], figures[("loop", phase)]
+        print("%-8s %10.1f %10.1f %7.1fx" % (phase, b, lo, lo / b))
+    total_b = figures[("batch", "create")] + figures[("batch", "delete")]
+    total_l = figures[("loop", "create")] + figures[("loop", "delete")]
+    print("%-8s %10.1f %10.1f %7.1fx" % ("total", total_b, total_l, total_l / total_b))
 
 
 if __name__ == "__main__":
