@@ -346,6 +346,11 @@ class ControllerProcess:
         with open(self.log_path, errors="replace") as handle:
             return "".join(handle.readlines()[-lines:])
 
+    def log_lines(self, containing: str) -> list:
+        """The lines of the controller's log that contain ``containing``, in order."""
+        with open(self.log_path, errors="replace") as handle:
+            return [line for line in handle if containing in line]
+
 
 def proxy_body(name: str, spec: dict) -> dict:
     return {

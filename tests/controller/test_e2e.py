@@ -307,8 +307,7 @@ def test_a_proxy_is_ready_from_the_run_that_created_it(e2e):
     assert obj["status"]["state"] == "Running" and obj["status"]["ip"]
 
     def batch_runs() -> list:  # a run is logged when it ends, which may be after the Proxy is Ready
-        with open(e2e.controller.log_path, errors="replace") as handle:
-            return [line for line in handle if "runner run batch.yml" in line]
+        return e2e.controller.log_lines("runner run batch.yml")
 
     kube_testlib.wait_for("the create's run logged", batch_runs, timeout=60)
     time.sleep(3)  # a poll would have come 1 s after a Provisioning answer (--requeue-now)

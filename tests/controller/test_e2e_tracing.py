@@ -94,8 +94,7 @@ def test_one_create_is_one_complete_trace_without_secrets(traced):
     assert "squid.start" in {s.name for s in _children(spans, create[0])}
     assert_trace_as_drawn("docs/controller.md", "reconcile.apply", trace)  # the page's tree
     # The controller's log lines written in the reconcile's spans name them (--log-format text).
-    with open(e2e.controller.log_path, errors="replace") as handle:
-        lines = [line for line in handle if "trace_id=%s" % step.trace_id in line]
+    lines = e2e.controller.log_lines("trace_id=%s" % step.trace_id)
     assert lines, "no controller log line names the create's trace"
     for line in lines:
         span_id = line.rsplit("span_id=", 1)[1].split()[0]
