@@ -373,6 +373,17 @@ def print_ready_table(run: int, rows: list) -> list:
             )
         )
     for r in rows:
+        marks = ready_times.timeline(r["offsets"], 5.0, r["seconds"])
+        print(
+            "  %s N=%d: last create returned at %s s; Ready by %s"
+            % (
+                r["mode"],
+                r["count"],
+                ready_times.seconds_text(r.get("last_created")),
+                ", ".join("%.0fs %d" % mark for mark in marks),
+            )
+        )
+    for r in rows:
         floor = floors.get(r["count"])
         if floor and r is not floor:
             met, why = ready_times.goal(r, floor)

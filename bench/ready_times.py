@@ -40,12 +40,27 @@ def ready_by(offsets: list, at: float) -> int:
     return sum(1 for offset in offsets if offset <= at)
 
 
+def timeline(offsets: list, step: float, until: float) -> list:
+    """How many were Ready at each ``step`` seconds up to ``until`` (the shape of a burst: a
+    late start and a steep rise, or Ready from the first seconds on)."""
+    marks, at = [], step
+    while at <= until + step:
+        marks.append((at, ready_by(offsets, at)))
+        at += step
+    return marks
+
+
 def figures(started: float, created: dict, ready_at: dict, population: int) -> dict:
     """The row's figures: ``total`` (burst start to the last Ready; None when not all were
-    Ready), ``offsets`` and ``p50``/``p90``/``p99`` of the creation-to-Ready waits."""
+    Ready), ``offsets``, ``last_created`` (when the last create returned) and
+    ``p50``/``p90``/``p99`` of the creation-to-Ready waits."""
     offsets = sorted(t - started for t in ready_at.values())
     latency = waits(created, ready_at)
-    out = {"offsets": offsets, "total": offsets[-1] if offsets and len(offsets) >= population else None}
+    out = {
+        "offsets": offsets,
+        "total": offsets[-1] if offsets and len(offsets) >= population else None,
+        "last_created": max(created.values()) - started if created else None,
+    }
     for q in QUANTILES:
         out["p%d" % q] = percentile(latency, q, population)
     return out

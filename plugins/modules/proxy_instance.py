@@ -167,10 +167,34 @@ options:
       - >-
         Controller-internal. With O(instances), a pipe or FIFO to which each item's result is
         written as soon as that item finishes, one JSON line C({"index": N, "result": {...}}) per
-        item (N counts from 0 in O(instances)' order; the result is the one RV(results) holds,
-        which never carries a secret). The final RV(results) still answer every item.
+        item (N counts from 0 in O(instances)' order, then on through the O(instance_stream) items;
+        the result is the one RV(results) holds, which never carries a secret). The final
+        RV(results) still answer every item.
       - Anything else (a regular file, a directory, a missing path) is refused before any item
         is touched; a reader that goes away does not fail the run.
+    type: path
+    version_added: 0.3.0
+  instance_stream:
+    description:
+      - >-
+        Controller-internal. With O(instances), a pipe or FIFO from which more items are read while
+        the run works, one JSON object per line with the fields of an O(instances) item (the
+        top-level options are their defaults, as for a listed item), until end of file (the
+        writer closes it). Each item is started as soon as its line is read; the run ends once
+        end of file was read and every item (and every followed item, O(follow)) finished.
+      - >-
+        Every line is one item (an empty line too; a last line without newline at end of file
+        as well), numbered after O(instances) - line k (from 0) has the index N + k, N being the
+        number of O(instances) items, in O(result_stream) and in RV(results). It is checked as strictly as a listed item, and an
+        item naming an instance an earlier item of the run names is invalid. An invalid line is
+        a failed item (C(permanent)) whose message names the field as C(instance_stream[k].<field>);
+        a line that is not a JSON object fails as C(instance_stream[k]: not a JSON object), its
+        text never quoted; the lines after it are read as usual. Values the spec marks secret
+        (O(cloud_init), O(auth.password)) are masked in the output from the moment they are read.
+      - >-
+        Only with O(invalid_items=fail_item) (an item read after work began cannot be held back
+        with the others). Anything but an existing pipe or FIFO is refused before any item is
+        touched.
     type: path
     version_added: 0.3.0
   follow:
@@ -200,7 +224,8 @@ options:
   instances:
     description:
       - The batch form. Each item takes the per-instance options above; unset ones inherit the
-        top-level value. All items are validated before any is touched.
+        top-level value. All items are validated before any is touched (the items of
+        O(instance_stream) each as its line is read).
     type: list
     elements: dict
     suboptions:
@@ -384,7 +409,9 @@ instance:
       returned: on such a failure, or on such a release
       sample: CredentialsFixedAtCreation
 results:
-  description: One entry per item of O(instances), in order.
+  description:
+    - One entry per item of O(instances), in order, then one per item read from O(instance_stream),
+      in the order of its lines.
   returned: when O(instances) is used
   type: list
   elements: dict
@@ -458,6 +485,7 @@ def argument_spec() -> dict:
     spec["instances"] = {"type": "list", "elements": "dict", "options": dict(INSTANCE_OPTIONS)}
     spec["invalid_items"] = {"type": "str", "choices": ["fail_all", "fail_item"], "default": "fail_all"}
     spec["result_stream"] = {"type": "path"}
+    spec["instance_stream"] = {"type": "path"}
     spec["follow"] = {"type": "float", "default": 0.0}
     return spec
 

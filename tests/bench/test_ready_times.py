@@ -78,3 +78,15 @@ def test_the_goal_against_the_floor(row, met):
 def test_the_goal_says_why_it_was_missed():
     assert ready_times.goal({"total": 48.0, "p50": 25.0}, FLOOR)[1] == "total 1.60x > 1.2x, p50 2.50x > 1.3x"
     assert "budget" in ready_times.goal({"total": 30.0, "p50": 5.0}, {"total": None, "p50": 5.0})[1]
+
+
+def test_the_timeline_counts_the_ready_at_each_step_up_to_the_end():
+    offsets = [0.5, 4.0, 5.0, 9.9, 12.0]
+    assert ready_times.timeline(offsets, 5.0, 12.0) == [(5.0, 3), (10.0, 4), (15.0, 5)]
+    assert ready_times.timeline([], 5.0, 4.0) == [(5.0, 0)]
+
+
+def test_the_figures_say_when_the_last_create_returned():
+    found = ready_times.figures(100.0, {"a": 101.0, "b": 103.5}, {"a": 104.0, "b": 106.0}, 2)
+    assert found["last_created"] == 3.5
+    assert found["offsets"] == [4.0, 6.0] and found["total"] == 6.0

@@ -10,23 +10,17 @@ conflict comes exactly at the create's status write.
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import yaml
-from contract.local_backend import random_loopback_range
-from egress_proxies_controller.config.providers_file import ProvidersConfig
 from egress_proxies_controller.kube.client import Conflict
 from egress_proxies_controller.kube.workqueue import WorkQueue
 from egress_proxies_controller.proxy.controller import ProxyController
 from egress_proxies_controller.proxy.reconciler import DELETE, PHASE_FINAL, Action, Settings
 from egress_proxies_controller.runs import playbooks
-from egress_proxies_controller.runs.executor import Executor
 
 from .fake_cluster import FakeInformer, FakeKube, proxy_object, settle
+from .local_runs import Calls, local_executor
 
 pytestmark = [pytest.mark.squid]
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KEY = "ns/p1"
 LIST = playbooks.playbook(
     "list",
@@ -52,42 +46,11 @@ class ConflictAfterCreate(FakeKube):
         return super().write_status(obj, status)
 
 
-class Calls:
-    """The provider calls the modules report (their telemetry), and nothing else."""
-
-    def __init__(self):
-        self.records = []
-
-    def provider_call(self, record: dict) -> None:
-        self.records.append(record)
-
-    def runner_run(self, *_args, **_kwargs) -> None:
-        pass
-
-
 def test_a_conflict_right_after_a_create_ends_with_one_instance_and_one_create(tmp_path):
-    providers = {
-        "installation": "conflict-test",
-        "providers": [
-            {
-                "name": "local",
-                "type": "local",
-                "local": {"stateDir": str(tmp_path / "state"), "addressRange": random_loopback_range()},
-            }
-        ],
-    }
-    path = tmp_path / "providers.yaml"
-    path.write_text(yaml.safe_dump(providers))
     calls = Calls()
-    executor = Executor(
-        str(tmp_path / "work"),
-        str(path),
-        collections_path=os.path.join(ROOT, ".venv", "collections"),
-        metrics=calls,
-    )
+    executor, config = local_executor(tmp_path, "conflict-test", calls)
     kube = ConflictAfterCreate()
     kube.put(proxy_object(uid="uid-conflict-1"))
-    config = ProvidersConfig(str(path), str(tmp_path / "private"), lambda _path, _names: [])
     m = ProxyController(kube, FakeInformer(kube), WorkQueue(0.01, 0.02), executor, Settings(), config)
     m.reload_config()
     m.queue.add(KEY)
@@ -96,8 +59,7 @@ def test_a_conflict_right_after_a_create_ends_with_one_instance_and_one_create(t
         assert kube.conflicts == 1
         status = kube.get(KEY)["status"]
         assert status["state"] == "Running" and status["providerID"]
-        creates = [r for r in calls.records if r["op"] == "create"]
-        assert len(creates) == 1, calls.records  # the second ask found the instance it made
+        assert len(calls.creates()) == 1, calls.records  # the second ask found the instance it made
         listed = executor.run_playbook("list.yml", LIST, {}, "list")["list"]["instances"]
         assert [i["id"] for i in listed] == [status["providerID"]]
     finally:

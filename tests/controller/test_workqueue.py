@@ -109,3 +109,38 @@ def test_keys_due_within_the_slack_of_the_first_come_with_it():
     q.add_after("round-1", 0.0)
     assert q.pop_due(10, 0, slack=0.25) == ["round-1", "round-2"]  # with it, one batch
     assert q.pop_due(10, 0, slack=0.25) == []  # "next" is not due: slack never starts a batch
+
+
+def test_a_key_added_first_goes_ahead_of_keys_waiting_longer():
+    clock = Clock()
+    q = WorkQueue(clock=clock)
+    for name in ("new1", "new2", "new3"):
+        q.add(name)
+        clock.now += 1
+    q.add_first("answered")
+    assert q.pop_due(2, 0) == ["answered", "new1"]
+    assert q.pop_due(10, 0) == ["new2", "new3"]
+
+
+def test_a_waiting_key_added_first_is_promoted_once_and_handed_out_once():
+    clock = Clock()
+    q = WorkQueue(clock=clock)
+    q.add("a")
+    q.add_after("b", 30)  # a poll later: promoted to now by its answer
+    clock.now += 1
+    q.add_first("b")
+    q.add_first("b")
+    assert q.pop_due(10, 0) == ["b", "a"]
+    clock.now += 60
+    assert q.pop_due(10, 0) == []  # the superseded entries are stale
+    assert len(q) == 0
+
+
+def test_a_key_added_first_while_processing_comes_back_first_after_done():
+    q = WorkQueue()
+    q.add("a")
+    assert q.pop_due(10, 0) == ["a"]
+    q.add("other")
+    q.add_first("a")  # its answer came while it was reconciled
+    q.done("a")
+    assert q.pop_due(10, 0) == ["a", "other"]

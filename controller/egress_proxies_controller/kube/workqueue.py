@@ -5,6 +5,11 @@ time), processing, or absent. Adding a key that is processing marks it dirty, so
 right after ``done`` instead of twice at once: one reconcile per key at a time. Errors requeue
 with per-key exponential backoff (``add_rate_limited``); ``forget`` resets it. ``metrics``
 (telemetry/queue_metrics.py) sees adds, depth, time in the queue, work duration and retries.
+
+``add_first`` queues a key ahead of every key waiting at the normal priority (controller-runtime's
+priority queue has the same idea): a key whose answer came is one status write from done, and in
+a burst it would otherwise wait behind hundreds of new keys that each have their whole way ahead
+(the shortest remaining work first: the users' median wait is the shortest that way).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ class WorkQueue:
     def __init__(self, base_delay: float = 1.0, max_delay: float = 300.0, clock=time.monotonic, metrics=None):
         self._lock = threading.Condition()
         self._due = {}  # key -> due time (waiting keys)
-        self._heap = []  # (due, key), lazily cleaned
+        self._first = set()  # waiting keys ahead of the others (add_first)
+        self._heap = []  # (0 first / 1 the others, due, key), lazily cleaned
         self._processing = set()
         self._dirty = {}  # processing key -> earliest due time requested meanwhile
+        self._dirty_first = set()  # processing keys added with add_first meanwhile
         self._failures = {}
         self._base, self._max = base_delay, max_delay
         self._clock = clock
@@ -36,19 +43,36 @@ class WorkQueue:
     def add(self, key: str) -> None:
         self.add_after(key, 0.0)
 
-    def add_after(self, key: str, delay: float) -> None:
+    def add_first(self, key: str) -> None:
+        """``key`` due now, ahead of every key waiting at the normal priority."""
+        self.add_after(key, 0.0, first=True)
+
+    def add_after(self, key: str, delay: float, first: bool = False) -> None:
         with self._lock:
             self.metrics.added()
             due = self._clock() + max(0.0, delay)
             if key in self._processing:
                 self._dirty[key] = min(due, self._dirty.get(key, due))
+                if first:
+                    self._dirty_first.add(key)
                 return
-            if key in self._due and self._due[key] <= due:
+            waiting = self._due.get(key)
+            promoted = first and key not in self._first
+            if waiting is not None and waiting <= due and not promoted:
                 return  # already due sooner
-            self._due[key] = due
-            heapq.heappush(self._heap, (due, key))
-            self.metrics.depth(len(self._due))
+            self._wait(key, due if waiting is None else min(due, waiting), first)
             self._lock.notify_all()
+
+    def _wait(self, key: str, due: float, first: bool) -> None:
+        """(lock held) ``key`` waiting until ``due``; ``first``: ahead of the others."""
+        self._due[key] = due
+        if first:
+            self._first.add(key)
+        heapq.heappush(self._heap, (self._tier(key), due, key))
+        self.metrics.depth(len(self._due))
+
+    def _tier(self, key: str) -> int:
+        return 0 if key in self._first else 1
 
     def add_rate_limited(self, key: str) -> None:
         with self._lock:
@@ -77,14 +101,15 @@ class WorkQueue:
                 now = self._clock()
                 keys = []
                 while self._heap and len(keys) < limit:
-                    due, key = self._heap[0]
-                    if self._due.get(key) != due:
+                    tier, due, key = self._heap[0]
+                    if self._due.get(key) != due or self._tier(key) != tier:
                         heapq.heappop(self._heap)  # stale entry
                         continue
                     if due > now + (slack if keys else 0.0):
-                        break
+                        break  # (keys added first are due when added: none waits behind this)
                     heapq.heappop(self._heap)
                     del self._due[key]
+                    self._first.discard(key)
                     self._processing.add(key)
                     self.metrics.handed_out(max(0.0, now - due))
                     self.metrics.started(key, now)
@@ -92,7 +117,7 @@ class WorkQueue:
                 if keys:
                     self.metrics.depth(len(self._due))
                     return keys
-                next_due = self._heap[0][0] if self._heap else end
+                next_due = self._heap[0][1] if self._heap else end
                 timeout = min(end, next_due) - now
                 if now >= end:
                     return []
@@ -110,10 +135,9 @@ class WorkQueue:
             self._processing.discard(key)
             self.metrics.finished(key, self._clock())
             if key in self._dirty:
-                due = self._dirty.pop(key)
-                self._due[key] = due
-                heapq.heappush(self._heap, (due, key))
-                self.metrics.depth(len(self._due))
+                first = key in self._dirty_first
+                self._dirty_first.discard(key)
+                self._wait(key, self._dirty.pop(key), first)
                 self._lock.notify_all()
 
     def shutdown(self) -> None:

@@ -29,6 +29,7 @@ from .batcher import Batcher
 from .health_observations import HealthObservations
 from .in_flight import InFlight
 from .mailbox import Mailbox
+from .model import GET
 from .reconciler import Proxy, Reconciler
 from .status_writes import StatusWrites
 
@@ -99,6 +100,7 @@ class ProxyController:
             may_act=may_act,
             owns=owns,
             requeue_delay=tick,
+            feed_window=executor.feed_window() if hasattr(executor, "feed_window") else 0.0,
         )
         self.reconcile = rc.Reconcile(
             informer,
@@ -185,11 +187,17 @@ class ProxyController:
 
     def process(self, keys: list) -> None:
         """Reconcile ``keys`` (handed out by the queue) one by one; their calls reach the
-        batcher together, so keys due together share a run."""
+        batcher together, so keys due together share a run. When runs take more calls while
+        they work (``Batcher.feeds``), a create or delete goes at once: a run under way starts
+        it while the others' finalizers are still being written."""
         calls = []
         for key in keys:
             call = self._work(key)
-            if call is not None:
+            if call is None:
+                continue
+            if self.batcher.feeds and call.action.op != GET:
+                self.batcher.submit([call])
+            else:
                 calls.append(call)
         if calls:
             self.batcher.submit(calls)

@@ -82,12 +82,15 @@ def payload(
     call_timeout: float,
     stream: str = "",
     follow: float = 0.0,
+    feed: str = "",
 ) -> dict:
     """The playbook's ``batch`` (the in-memory items file) for one run; ``stream``: the
     ``result_stream`` pipe of its instances (empty: none); ``follow``: seconds the run reads
-    the instances its creates left starting (proxy_instance's ``follow``; 0: off)."""
+    the instances its creates left starting (proxy_instance's ``follow``; 0: off); ``feed``:
+    the ``instance_stream`` pipe more instances come through while it works (empty: none)."""
     return {
         "result_stream": stream,
+        "instance_stream": feed,
         "follow": follow,
         "instances": instances,
         "gets": [{"provider": p, "ids": [i for _key, i in entries]} for p, entries in sorted(gets.items())],

@@ -34,6 +34,7 @@ import uuid
 from ..telemetry import runner_phases, tracing
 from . import batch, process_tree
 from . import work_dir as work_dir_mod
+from .item_feed import ItemFeed
 from .playbook_launcher import PlaybookLauncher
 from .playbooks import CHECK_PLAYBOOK, GC_PLAYBOOK, PLAYBOOK
 from .result_pipe import ResultPipe
@@ -41,6 +42,7 @@ from .result_pipe import ResultPipe
 log = logging.getLogger("egress_proxies_controller.runs.executor")
 
 
+FEED_MARGIN = 10.0  # seconds kept between a fed item's call and follow and the run's timeout
 MAX_EVENT_RES = 256 * 1024 * 1024  # characters of one task result (10,000 instances: ~6 MB)
 
 
@@ -103,31 +105,49 @@ class Executor:
 
     # -- public ------------------------------------------------------------------------
 
-    def execute(self, actions: dict, create_fields: dict, on_answer=None) -> dict:
+    def feed_window(self) -> float:
+        """Seconds from its start during which a run may be fed more items (``ItemFeed``): an
+        item fed last still has its call and its follow before the run's timeout; 0: none."""
+        return max(0.0, self.run_timeout - self.call_timeout - self.follow - FEED_MARGIN)
+
+    def new_feed(self) -> ItemFeed:
+        """A feed for one run's further items (``execute(feed=...)``)."""
+        return ItemFeed()
+
+    def execute(
+        self, actions: dict, create_fields: dict, on_answer=None, feed: ItemFeed | None = None
+    ) -> dict:
         """``{key: Action}`` -> ``{key: Answer}`` through one run (and a second for the ids a
         list did not show: only a get can say NotFound). ``create_fields`` as ``batch.encode``
         takes them. ``on_answer(key, answer)`` hears each create's and delete's answer as soon
         as its item finishes, on another thread (result_pipe.py); the returned answers still
-        hold every key."""
+        hold every key. ``feed``: more creates and deletes handed to the run while it works
+        (closed by the caller; released here when the run ends); their answers come the same
+        ways, and the returned answers hold them too."""
         items = batch.encode(actions, create_fields, self.list_threshold)
         answers, by_id, lists, gets = items.answers, items.by_id, items.lists, items.gets
+        if feed is not None and not items.instances:
+            feed.release()  # no instances task reads it: what is offered goes to another run
+            feed = None
         if items.empty:
             return answers
         try:
-            events = self._run(items.instances, by_id, lists, (items.instance_keys, on_answer))
+            events = self._run(items.instances, by_id, lists, (items.instance_keys, on_answer), feed)
         except RunFailed as exc:
             batch.failed(
-                items.instance_keys + [k for entries in gets.values() for k, _pid in entries],
+                (feed.keys if feed else items.instance_keys)
+                + [k for entries in gets.values() for k, _pid in entries],
                 str(exc),
                 answers,
             )
             return answers
+        instance_keys = feed.keys if feed else items.instance_keys  # listed, then fed
         # A run that failed or timed out still answers every item whose task had finished.
         failure = getattr(events, "failure", "")
         if failure and "instances" not in events:
-            batch.failed(items.instance_keys, failure, answers)
+            batch.failed(instance_keys, failure, answers)
         else:
-            batch.read_instances(events.get("instances"), items.instance_keys, answers)
+            batch.read_instances(events.get("instances"), instance_keys, answers)
         if failure and "gets" not in events:
             batch.failed((k for entries in by_id.values() for k, _pid in entries), failure, answers)
         else:
@@ -146,10 +166,23 @@ class Executor:
 
     # -- the run -----------------------------------------------------------------------
 
-    def _run(self, instances: list, gets: dict, lists: list, stream: tuple = ((), None)) -> dict:
-        """One batch run; ``stream``: (the instances' keys, ``on_answer``) to stream them to."""
+    def _run(
+        self,
+        instances: list,
+        gets: dict,
+        lists: list,
+        stream: tuple = ((), None),
+        feed: ItemFeed | None = None,
+    ) -> dict:
+        """One batch run; ``stream``: (the instances' keys, ``on_answer``) to stream them to;
+        ``feed``: more instances, whose keys follow the listed ones in ``feed.keys``."""
         keys, on_answer = stream
-        pipe = ResultPipe(list(keys), on_answer) if instances and on_answer is not None else None
+        if feed is not None:
+            feed.start(list(keys))
+            keys = feed.keys  # the one list: a fed item's key is there before its line
+        else:
+            keys = list(keys)
+        pipe = ResultPipe(keys, on_answer) if instances and on_answer is not None else None
         items = batch.payload(
             instances,
             gets,
@@ -158,10 +191,17 @@ class Executor:
             self.call_timeout,
             pipe.path if pipe else "",
             follow=self.follow,
+            feed=feed.path if feed else "",
         )
         try:
             return self.run_playbook("batch.yml", PLAYBOOK, items, batch.label(instances, gets, lists))
         finally:
+            if feed is not None:
+                feed.release()  # nothing more is taken; the module has read what it will
+                if feed.fed:
+                    log.info("runner run batch.yml was fed %d more instances while it worked", len(feed.fed))
+                    if self.metrics is not None:
+                        self.metrics.items_fed(len(feed.fed))
             if pipe is not None:
                 pipe.close()
 

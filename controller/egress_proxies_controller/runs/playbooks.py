@@ -25,6 +25,7 @@ PLAYBOOK = playbook(
         instances: "{{ batch.instances }}"
         invalid_items: fail_item
         result_stream: "{{ batch.result_stream | default(omit, true) }}"
+        instance_stream: "{{ batch.instance_stream | default(omit, true) }}"
         follow: "{{ batch.follow | default(omit, true) }}"
         concurrency: "{{ batch.concurrency }}"
         timeout: "{{ batch.call_timeout }}"

@@ -45,6 +45,11 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.runner_items_fed = Counter(
+            "egress_proxies_runner_items_fed_total",
+            "Creates and deletes handed to runs already under way (their instance_stream).",
+            registry=self.registry,
+        )
         self.runner_seconds = Histogram(
             "egress_proxies_runner_run_duration_seconds",
             "Duration of ansible-runner runs.",
@@ -181,6 +186,9 @@ class Metrics:
         self.runner_seconds.observe(seconds)
         for phase, phase_seconds in (phases or {}).items():
             self.runner_phase_seconds.labels(phase).observe(phase_seconds)
+
+    def items_fed(self, count: int) -> None:
+        self.runner_items_fed.inc(count)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -13,13 +13,22 @@ An ``int`` option (``port``, ``count``, ``concurrency``, ``spread[].weight``, ``
 ``OverflowError`` (``int(Decimal("inf"))``): a traceback, no field, no ``error_class`` (issue 40
 §6); ``"1e999999999"`` would build a billion-digit integer first. Both are refused here, naming the
 option, before core converts anything; what core refuses cleanly itself stays its business.
+
+``checked`` applies core's own argument spec to a mapping Ansible never saw (a batch item read
+from ``instance_stream`` while the run works), so such an item is converted and refused exactly
+as a listed item's suboptions are, and its ``no_log`` values are known to the module at once.
 """
 
 from __future__ import annotations
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
 from ansible.module_utils.common.validation import check_type_dict
 
+from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.excerpt import label
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.helpers.param_checks import int_problem
+
+MAX_MESSAGE_CHARS = 400  # one problem of ``checked``: core's longest (a bool's) is about 250
 
 
 def _is_mapping(value) -> bool:
@@ -56,3 +65,42 @@ def problems(argument_spec: dict, params: dict, where: str = "") -> list:
         elif spec.get("type") == "dict" and isinstance(value, dict) and options:
             out.extend(problems(options, value, path + "."))
     return [problem for problem in out if problem]
+
+
+def checked(argument_spec: dict, given: dict, where: str) -> tuple:
+    """``given`` (options of ``argument_spec`` that Ansible never parsed: a streamed batch item)
+    converted and checked by core's ``ArgumentSpecValidator`` as core checks a list item's
+    suboptions, one option at a time so each problem names its option (``<where>.<option>:``;
+    the options constrain each other in no way, so this is the whole check). An option given
+    ``None`` is not given. Returns (the converted values of the options that passed, the problems
+    with the ``no_log`` values masked, every value the spec marks ``no_log``, an invalid
+    option's too). ``problems`` above runs first: core's int conversion crashes on an infinity."""
+    values, secrets = {}, set()
+    supported = ", ".join(sorted(argument_spec))
+    found = [
+        "%s.%s: unsupported parameter (supported: %s)" % (where, label(name), supported)
+        for name in sorted(given, key=str)
+        if name not in argument_spec
+    ]
+    for name, spec in argument_spec.items():
+        if given.get(name) is None:
+            continue
+        crash = problems({name: spec}, {name: given[name]}, where + ".")
+        if crash:
+            found.extend(crash)
+            continue
+        result = ArgumentSpecValidator({name: spec}).validate({name: given[name]})
+        # What AnsibleModule adds to its no_log_values from its own validation (ansible-core 2.16+).
+        secrets.update(value for value in result._no_log_values if value)
+        if result.error_messages:
+            found.append("%s.%s: %s" % (where, name, "; ".join(result.error_messages)))
+        else:
+            values[name] = result.validated_parameters[name]
+    return values, [_one_line(remove_values(problem, secrets)) for problem in found], secrets
+
+
+def _one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A problem as one bounded line: what core quotes of a value (``got: ...``) has its control
+    characters escaped, so a newline cannot forge a log line, and a long value is cut."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: limit + 1])
+    return shown if len(text) <= limit else "%s...(%d chars)" % (shown[:limit], len(text))

@@ -187,6 +187,15 @@ class ProxyModule:
             raise UsageError("provider: %s" % self.config.not_configured(only))
         return only
 
+    def checked_options(self, argument_spec: dict, given: dict, where: str) -> tuple:
+        """Options Ansible never parsed (a batch item streamed in while the run works) converted
+        and checked by core's argument spec (``arg_shapes.checked``): (the converted values, the
+        problems, each naming ``<where>.<option>``). Their ``no_log`` values are masked in
+        everything the module returns from now on, as core does for the options it parsed."""
+        values, found, secrets = arg_shapes.checked(argument_spec, given, where)
+        self.module.no_log_values.update(secrets)
+        return values, found
+
     def providers(self, only=None) -> dict:
         names = [only] if only else list(self.config.names())
         return {n: self.provider(n) for n in names}

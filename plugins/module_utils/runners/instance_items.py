@@ -5,7 +5,9 @@
 One bad item must change nothing (``invalid_items: fail_all``), so everything that can be known
 without a backend is checked here: the raw types Ansible would silently convert, names, ports,
 waits, ids (parsed by their own provider), and items that name one instance twice in a batch
-(a duplicate double-counts ``changed``; ``present`` next to ``absent`` has no answer).
+(a duplicate double-counts ``changed``; ``present`` next to ``absent`` has no answer). An item
+that arrives while the run works (``instance_stream``) gets the same checks as it arrives
+(``one_item``), a repeat of any earlier item of the run included (``Taken``).
 """
 
 from __future__ import annotations
@@ -52,12 +54,16 @@ class Item:
 
 @dataclasses.dataclass(frozen=True)
 class InvalidItem:
-    """A batch item that failed validation, kept (with ``invalid_items=fail_item``) to report it."""
+    """A batch item that failed validation, kept (with ``invalid_items=fail_item``) to report it.
+
+    ``repeated``: the item it would have been, when its only fault is naming an instance another
+    item names too (a streamed item naming that instance again repeats it as well)."""
 
     index: int
     where: str
     values: dict
     message: str
+    repeated: Item | None = dataclasses.field(default=None, repr=False)
 
 
 def items_from_params(params: dict, config, isolate: bool = False, raw=None, resolve=None) -> list:
@@ -71,8 +77,7 @@ def items_from_params(params: dict, config, isolate: bool = False, raw=None, res
     """
     raw = raw if raw is not None else params
     raw_items = params.get("instances")
-    top = {k: params.get(k) for k in INSTANCE_OPTIONS}
-    raw_top = {k: raw.get(k) for k in INSTANCE_OPTIONS}
+    top, raw_top = defaults(params, raw)
     if raw_items is None:
         entries = [(0, "", top, raw_top)]
     else:
@@ -88,9 +93,8 @@ def items_from_params(params: dict, config, isolate: bool = False, raw=None, res
     items = []
     for index, where, values, raw_values in entries:
         problems = []
-        item = _item(index, where, values, raw_values, config, resolve, problems)
+        items.append(_checked(index, where, values, raw_values, config, resolve, problems))
         problems_of[index] = problems
-        items.append(item if item is not None else InvalidItem(index, where, values, "; ".join(problems)))
     for index, problem in _duplicates([i for i in items if isinstance(i, Item)]).items():
         problems_of[index].append(problem)
         items[index] = _invalid_from(items[index], problem)
@@ -100,6 +104,76 @@ def items_from_params(params: dict, config, isolate: bool = False, raw=None, res
     if all_problems and not isolate:
         raise UsageError("; ".join(all_problems))
     return items
+
+
+def defaults(params: dict, raw: dict) -> tuple:
+    """The top-level per-instance values every batch item inherits: (as converted, as given)."""
+    return {k: params.get(k) for k in INSTANCE_OPTIONS}, {k: raw.get(k) for k in INSTANCE_OPTIONS}
+
+
+def one_item(index: int, where: str, given: tuple, tops: tuple, config, resolve, taken: Taken, problems=()):
+    """One batch item that arrives after the run began (``instance_stream``): ``given`` its
+    fields (as core's argument spec converted them, as written), ``tops`` the ``defaults``,
+    ``problems`` what core's argument spec found. Checked exactly as a listed item is, and
+    refused when it names an instance an earlier item of the run (``taken``) names; an ``Item``,
+    or an ``InvalidItem`` saying why."""
+    values, raw_values = _merge(tops[0], given[0]), _merge(tops[1], given[1])
+    if problems:  # core's conversions failed: as for a listed item, nothing else is checked
+        return InvalidItem(index, where, values, "; ".join(problems))
+    item = _checked(index, where, values, raw_values, config, resolve, [])
+    if isinstance(item, InvalidItem):
+        return item
+    repeat = taken.repeat(item)
+    if repeat:
+        return _invalid_from(item, repeat)
+    taken.add(item)
+    return item
+
+
+class Taken:
+    """The instances the items of a run named so far (provider and name, provider and id), so an
+    item that comes later and names one of them again is refused, as two listed items are."""
+
+    def __init__(self, items: list):
+        self._first = {}  # key -> the first item naming it
+        for item in items:
+            self.add(item.repeated if isinstance(item, InvalidItem) else item)
+
+    def add(self, item) -> None:
+        if isinstance(item, Item):
+            for key in instance_keys(item):
+                self._first.setdefault(key, item)
+
+    def repeat(self, item: Item) -> str:
+        """Why ``item`` repeats an earlier item, or ``""``."""
+        for key in sorted(instance_keys(item)):
+            earlier = self._first.get(key)
+            if earlier is not None:
+                why = "contradicts" if earlier.state != item.state else "repeats"
+                return _repeat_message(item.where, why, "an earlier", key, earlier.where)
+        return ""
+
+
+def instance_keys(item: Item) -> set:
+    """What names ``item``'s instance: provider and name, provider and id (a delete by id alone
+    has no name)."""
+    keys = {("name", item.provider, item.name)} if item.name else set()
+    if item.id:
+        keys.add(("id", item.provider, item.id))
+    return keys
+
+
+def _repeat_message(where: str, why: str, other: str, key: tuple, wheres: str) -> str:
+    kind, provider, value = key
+    return "%s: %s %s item for the same instance (provider %s, %s %s: %s); give each instance once" % (
+        where,
+        why,
+        other,
+        provider,
+        kind,
+        excerpt(value),
+        wheres,
+    )
 
 
 def _room(items: list, resolve) -> list:
@@ -133,31 +207,24 @@ def _as_dict(value) -> dict:
 
 def _invalid_from(item: Item, problem: str) -> InvalidItem:
     values = {"provider": item.provider, "uid": item.uid, "name": item.name, "id": item.id}
-    return InvalidItem(item.index, item.where, values, problem)
+    return InvalidItem(item.index, item.where, values, problem, repeated=item)
 
 
 def _duplicates(items: list) -> dict:
     """``{index: problem}`` for every item that names the same instance as another one."""
     groups = {}
     for item in items:
-        keys = {("name", item.provider, item.name)} if item.name else set()  # a delete by id alone has none
-        if item.id:
-            keys.add(("id", item.provider, item.id))
-        for key in keys:
+        for key in instance_keys(item):
             groups.setdefault(key, []).append(item)
     out = {}
-    for (kind, provider, value), group in sorted(groups.items()):
+    for key, group in sorted(groups.items()):
         if len(group) < 2:
             continue
         wheres = ", ".join(i.where for i in group)
         states = sorted({i.state for i in group})
         why = "contradicts" if len(states) > 1 else "repeats"
         for item in group:
-            out.setdefault(
-                item.index,
-                "%s: %s another item for the same instance (provider %s, %s %s: %s); give each instance once"
-                % (item.where, why, provider, kind, excerpt(value), wheres),
-            )
+            out.setdefault(item.index, _repeat_message(item.where, why, "another", key, wheres))
     return out
 
 
@@ -185,6 +252,12 @@ def raw_problems(where: str, raw: dict) -> list:
         problems.append(param_checks.seconds(raw["wait_timeout"], _field(where, "wait_timeout")))
     problems.extend(proxy_auth.problems(raw.get("auth"), _field(where, "auth")))
     return [p for p in problems if p]
+
+
+def _checked(index, where, values, raw, config, resolve, problems):
+    """``_item``, or an ``InvalidItem`` holding its ``problems``."""
+    item = _item(index, where, values, raw, config, resolve, problems)
+    return item if item is not None else InvalidItem(index, where, values, "; ".join(problems))
 
 
 def _item(index, where, values, raw, config, resolve, problems):

@@ -6,8 +6,9 @@
 is handed to ``create`` again, which restarts it where the backend can); ``absent`` makes sure it
 is gone (delete, also when get fails permanently, which is how an instance on a removed host
 is released). Every item of a batch is validated before anything is touched, so bad input
-changes nothing. ``changed`` is decided in one place: whether a mutating call was (or, in check
-mode, would have been) made.
+changes nothing (an item streamed in while the run works, ``instance_stream``, is validated as
+its line is read, before its own work begins). ``changed`` is decided in one place: whether a
+mutating call was (or, in check mode, would have been) made.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners impor
     batch,
     follow,
     instance_diff,
+    instance_stream,
     result_stream,
 )
 from ansible_collections.crawl.egress_proxies.plugins.module_utils.runners.instance_items import (
@@ -370,7 +372,8 @@ def followed(item) -> bool:
 
 def _finished(items: list, stream, follower):
     """What hears each item's result as it finishes: the follower first (it answers a starting
-    instance later), else the stream; None when nobody listens."""
+    instance later), else the stream; None when nobody listens. ``items`` may grow while the
+    run works (``instance_stream``): an item is in it before its work begins."""
     if follower is None:
         return stream.write if stream is not None else None
 
@@ -384,7 +387,11 @@ def _finished(items: list, stream, follower):
 
 
 def run(pm) -> dict:
-    """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results``."""
+    """The ``proxy_instance`` runner: returns ``instance`` (single form) or ``results`` (the
+    listed items, then the streamed ones)."""
+    refused = instance_stream.refusal(pm.params)
+    if refused:  # a bad path, or options it cannot go with: before even the listed items are read
+        raise UsageError(refused)
     isolate = pm.params.get("invalid_items") == "fail_item"
     items = items_from_params(pm.params, pm.config, isolate=isolate, raw=pm.raw_params, resolve=pm.provider)
 
@@ -393,6 +400,9 @@ def run(pm) -> dict:
             return _invalid(item)
         return converger.converge(item)
 
+    feed = None  # the reader of further items (``items`` grows by each one read)
+    if pm.params.get(instance_stream.FIELD) is not None:
+        feed = instance_stream.InstanceStream(pm, items)
     stream = _stream(pm)
     follower = _follower(pm, stream)
     converger = Converger(pm, float(pm.params["timeout"]), follows=follower is not None)
@@ -403,12 +413,15 @@ def run(pm) -> dict:
             failure,
             concurrency=int(pm.params["concurrency"]),
             on_done=_finished(items, stream, follower),
+            more=feed,
         )
         if follower is not None:
             results = follower.finish(results)
     finally:
         if stream is not None:
             stream.close()
+    if feed is not None and feed.stopped:
+        pm.module.warn(feed.stopped)
     unreached = [
         r for r in results if not r.get("failed") and r.get("reason") == errors.REASON_HOST_NOT_CONFIGURED
     ]

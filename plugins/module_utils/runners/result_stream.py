@@ -21,14 +21,22 @@ FIELD = "result_stream"
 
 def problem(path) -> str:
     """Why ``path`` cannot be the stream (empty: it can): it must be an existing pipe or FIFO."""
+    return pipe_problem(FIELD, path)
+
+
+def pipe_problem(field: str, path) -> str:
+    """Why ``path``, given as ``field``, is no existing pipe or FIFO (empty: it is, or it is None).
+
+    Shared by both controller pipes (``result_stream`` and ``instance_stream``): a regular file
+    would keep results (or take items) on disk, and a directory or device has no lines at all."""
     if path is None:
         return ""
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
-        return "%s: cannot use %s: %s" % (FIELD, path, exc.strerror)
+        return "%s: cannot use %s: %s" % (field, path, exc.strerror)
     if not stat.S_ISFIFO(mode):
-        return "%s: %s is not a pipe or FIFO (a regular file or other kind is refused)" % (FIELD, path)
+        return "%s: %s is not a pipe or FIFO (a regular file or other kind is refused)" % (field, path)
     return ""
 
 
