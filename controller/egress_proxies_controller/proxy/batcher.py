@@ -10,9 +10,9 @@ start-up for a few items. ``min_batch_interval`` spaces an idle provider's runs.
 
 A run with creates or deletes takes more while it works (``feed_window`` > 0, the executor's):
 its feed (the executor's ``new_feed()``, runs/item_feed.py) hands each further create or delete
-of its provider to the running module at once, with no wait for another run and its start-up, until it is full
-(``batch_max``), quiet or old (open_feed.py). A burst of Proxies, whose calls reach the batcher
-over seconds as their finalizers are written, is worked on as it comes. A call that no open
+of its provider to the running module at once, with no wait for another run and its start-up,
+until it is full (``batch_max``), quiet or old (open_feed.py). A burst of Proxies, whose calls
+reach the batcher over seconds as their finalizers are written, is worked on as it comes. A call that no open
 feed takes (full, closed) starts a run of its own at once while its provider has two free slots
 or more. A run that carries polls takes nothing more (its gets come after its creates, so they
 would wait for the feed to close), and the last free slot is left to gather as before: a poll
@@ -132,28 +132,24 @@ class Batcher:
         """``call`` into a run under way (its inputs read now, outside the lock); a feed closed
         meanwhile gives it back to wait for another run."""
         key, action = call.key, call.action
-        if self.owns is not None and not self.owns(key):
-            given = None  # its shard is being given up: not ours soon
-        elif not self.may_act():
-            given = self.requeue_delay
-        else:
+        ours = self.owns is None or self.owns(key)  # not ours: its shard is being given up
+        acting, offered = ours and self.may_act(), False
+        if acting:
             fields = run_inputs.resolve(self.kube, {key: (action, call.obj)})
             offered = open_feed.feed.offer(key, action, fields)
             if offered is True:
                 return
-            if offered is not False:  # answered without a run (an input could not be read)
-                with self._lock:
-                    open_feed.give_back(key)
-                    self._lock.notify_all()
-                self._answered(key, action, offered)
-                return
-            with self._lock:
-                open_feed.give_back(key)
-            self.submit([call])  # closed meanwhile: the next run takes it
-            return
         with self._lock:
             open_feed.give_back(key)
-        self._release(key, action, given)
+            self._lock.notify_all()  # a quiet feed may close now
+        if not ours:
+            self._release(key, action, None)
+        elif not acting:
+            self._release(key, action, self.requeue_delay)
+        elif offered is False:
+            self.submit([call])  # closed meanwhile: the next run takes it
+        else:
+            self._answered(key, action, offered)  # answered without a run (an input could not be read)
 
     def idle(self) -> bool:
         """No call waits and no run is in flight."""
@@ -303,7 +299,7 @@ class Batcher:
                 self._release(key, call.action, None)  # its shard is being given up: not ours soon
         if not group or not self.may_act():  # no longer leading (or not yet): the keys wait in the queue
             if feed is not None:
-                self._refuse_feed(provider, open_feed)
+                self._refuse_feed(open_feed)
             for key, call in group.items():
                 self._release(key, call.action, self.requeue_delay)
             return
@@ -343,11 +339,9 @@ class Batcher:
                 if self.in_flight.settle(key, action):
                     self.queue.add_rate_limited(key)
 
-    def _refuse_feed(self, provider: str, open_feed: OpenFeed) -> None:
-        """A run that does not start takes nothing: what was fed to it waits for another run."""
-        with self._lock:
-            if self._feeds.get(provider) is open_feed:
-                del self._feeds[provider]
+    def _refuse_feed(self, open_feed: OpenFeed) -> None:
+        """A run that does not start takes nothing: what was fed to it waits for another run (the
+        feed leaves the batcher's ``_feeds`` when ``_run`` ends)."""
         open_feed.feed.release()
         for key, action in open_feed.feed.fed_calls().items():
             self._release(key, action, self.requeue_delay)
